@@ -1,0 +1,95 @@
+"""Seeded workload generators: what arrives on which partition, with which event time, and when.
+
+Each generator is pure: the same seed gives the same events. An event carries both its event
+time (``ts``, what the record says) and its arrival offset (``send_at_ms``, when a live producer
+would write it, relative to the start of the run). The skew between the two across partitions is
+exactly what timesync has to undo.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    topic: str
+    partition: int
+    ts: int
+    key: bytes
+    value: bytes
+    send_at_ms: int
+
+
+def _value(ts: int, seq: int, **extra: object) -> bytes:
+    return orjson.dumps({"ts": ts, "seq": seq, **extra})
+
+
+def steady(
+    topics: list[str], partitions: int, records: int, base_ms: int, seed: int = 1, rate_per_s: float = 1000.0
+) -> list[Event]:
+    """Equal rates on every partition; event time equals arrival time plus small jitter."""
+    rng = random.Random(seed)
+    tps = [(t, p) for t in topics for p in range(partitions)]
+    step = 1000.0 / rate_per_s * len(tps)
+    events = []
+    for i in range(records):
+        topic, part = tps[i % len(tps)]
+        at = int((i // len(tps)) * step + rng.random() * step)
+        events.append(
+            Event(topic, part, base_ms + at, b"k%d" % rng.randrange(100), _value(base_ms + at, i), at)
+        )
+    return sorted(events, key=lambda e: e.send_at_ms)
+
+
+def skewed(
+    fast_topic: str,
+    slow_topic: str,
+    base_ms: int,
+    duration_s: float = 10.0,
+    fast_rate: float = 10_000.0,
+    slow_rate: float = 1.0,
+    slow_burst_every_s: float = 2.5,
+    seed: int = 1,
+) -> list[Event]:
+    """KIP-353's case: a fast partition (``fast_rate``/s) beside a slow, bursty one.
+
+    The slow partition's records are written late, in bursts every ``slow_burst_every_s``: a
+    plain consumer sees them long after faster records with later timestamps.
+    """
+    rng = random.Random(seed)
+    events: list[Event] = []
+    n_fast = int(duration_s * fast_rate)
+    for i in range(n_fast):
+        ts = int(i * 1000.0 / fast_rate)
+        events.append(Event(fast_topic, 0, base_ms + ts, b"f%d" % (i % 50), _value(base_ms + ts, i), ts))
+    n_slow = max(1, int(duration_s * slow_rate * 10))  # bursts hold ~10x the nominal rate's share
+    burst_ms = int(slow_burst_every_s * 1000)
+    for i in range(n_slow):
+        ts = int(rng.random() * duration_s * 1000)
+        arrive = (ts // burst_ms + 1) * burst_ms  # held back until the next burst
+        events.append(Event(slow_topic, 0, base_ms + ts, b"s%d" % (i % 5), _value(base_ms + ts, i), arrive))
+    # Within a burst the slow producer writes in timestamp order (Kafka keeps per-partition order).
+    events.sort(key=lambda e: (e.send_at_ms, e.topic != fast_topic, e.ts))
+    return events
+
+
+WORKLOADS: dict[str, Callable[..., list[Event]]] = {"steady": steady, "skewed": skewed}
+
+
+def out_of_order(timestamps: list[int]) -> tuple[int, int]:
+    """(records below the running max, max lateness in ms) — what a reader in that order sees."""
+    late = 0
+    worst = 0
+    high = -(2**63)
+    for ts in timestamps:
+        if ts < high:
+            late += 1
+            worst = max(worst, high - ts)
+        else:
+            high = ts
+    return late, worst

@@ -1,0 +1,66 @@
+"""Shared fixtures: one Kafka broker per test session, and unique topic names per test.
+
+The broker is chosen in this order:
+
+1. ``KAFKA_BOOTSTRAP_SERVERS`` if set (an existing cluster; nothing is started or stopped);
+2. testcontainers' Kafka, if a Docker engine answers;
+3. otherwise the local Kafka from ``deploy/local/kafka.py`` (real Apache Kafka from Maven jars).
+
+Unit tests never ask for ``bootstrap``, so they run without any broker.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from bench.local_broker import load_launcher
+
+
+def _docker_engine_answers() -> bool:
+    try:
+        import docker  # comes with testcontainers
+    except ImportError:
+        return False
+    try:
+        client = docker.from_env(timeout=3)
+        return bool(client.ping())
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def bootstrap() -> Iterator[str]:
+    """The bootstrap address of the session's broker."""
+    from_env = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if from_env:
+        yield from_env
+        return
+    if _docker_engine_answers():
+        from testcontainers.kafka import KafkaContainer
+
+        with KafkaContainer().with_kraft() as container:
+            yield container.get_bootstrap_server()
+        return
+    local = load_launcher()
+    broker = local.start_broker(die_with_parent=True)
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def topic_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """Give each test its own topic names: ``topic_name("left")`` → ``test_x-left-1a2b3c4d``."""
+    test = re.sub(r"[^A-Za-z0-9._-]", "-", request.node.name)[:80]
+    run = uuid.uuid4().hex[:8]
+
+    def make(suffix: str = "t") -> str:
+        return f"{test}-{suffix}-{run}"
+
+    return make
