@@ -1,0 +1,48 @@
+"""The sans-I/O merge core: pure, deterministic, no asyncio, no Kafka client, no clock of its own.
+
+Adapters feed a :class:`MergeTask` facts (records, fetch responses, acks, the current time) and
+act on what it returns. See ``task.py`` for the API and ``readiness.py`` / ``merge.py`` /
+``watermarks.py`` / ``commits.py`` for the rules.
+"""
+
+from sidecar.core.readiness import IDLE_DISABLED, IDLE_FOREVER, Verdict
+from sidecar.core.records import (
+    CREATE_TIME,
+    LOG_APPEND_TIME,
+    UNKNOWN,
+    DeadLetter,
+    Emit,
+    InputRecord,
+    Late,
+    Record,
+    TopicPartition,
+)
+from sidecar.core.task import Heartbeat, Idle, MergeTask, NeedFetch, Outcome, PauseHint, TaskConfig, WaitUntil
+from sidecar.core.timestamps import InvalidTimestampError, JsonTimestamp, RecordTimestamp, parse_extractor
+
+__all__ = [
+    "CREATE_TIME",
+    "IDLE_DISABLED",
+    "IDLE_FOREVER",
+    "LOG_APPEND_TIME",
+    "UNKNOWN",
+    "DeadLetter",
+    "Emit",
+    "Heartbeat",
+    "Idle",
+    "InputRecord",
+    "InvalidTimestampError",
+    "JsonTimestamp",
+    "Late",
+    "MergeTask",
+    "NeedFetch",
+    "Outcome",
+    "PauseHint",
+    "Record",
+    "RecordTimestamp",
+    "TaskConfig",
+    "TopicPartition",
+    "Verdict",
+    "WaitUntil",
+    "parse_extractor",
+]

@@ -1,0 +1,85 @@
+"""When a task may emit: Kafka's KIP-353 and KIP-695 idle rule for ``max.task.idle.ms``.
+
+Theory of operation
+-------------------
+A task merges several partitions by timestamp. It may only emit the smallest buffered head if
+no *empty* partition could still deliver something earlier. What the task knows about an empty
+partition is its lag, learnt from the last fetch response (high watermark − position):
+
+* lag unknown — nothing has been fetched yet: wait (**block**);
+* lag > 0 — the data is on the broker, just not fetched yet: wait for the fetch (**block**);
+* lag == 0 — the partition is truly caught up. Start an idle deadline ``now + idle`` (once; it
+  is kept until data arrives) and block until it passes. After it, the partition no longer
+  holds the task back, and whatever is emitted meanwhile is *enforced processing*: it may be
+  out of order if the quiet partition later delivers an earlier record.
+
+``max.task.idle.ms`` = ``-1`` turns the rule off (always ready while any partition has data,
+nothing is ever enforced); ``0`` waits for lag knowledge but not a millisecond longer; ``max``
+(any value ≥ 2^63-1) waits forever. A paused partition (backpressure) is not fetched, so its
+lag goes stale: it blocks, and its idle clock is frozen — the time left is restored on resume.
+
+This module holds the rule for one partition; ``task.py`` applies it across a task.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from sidecar.core.merge import PartitionState
+
+#: ``max.task.idle.ms=-1``: never wait.
+IDLE_DISABLED = -1
+#: ``max.task.idle.ms=max``: Long.MAX_VALUE; any value at least this large waits forever.
+IDLE_FOREVER = 2**63 - 1
+
+
+class Verdict(enum.IntEnum):
+    """What an empty partition means for the task right now."""
+
+    #: The partition's idle deadline passed: it no longer blocks; emitting is enforced.
+    PASSED = 0
+    #: Blocks: no fetch has told us the partition's lag yet.
+    LAG_UNKNOWN = 1
+    #: Blocks: a fetch showed records on the broker that are not buffered yet.
+    LAG_ON_BROKER = 2
+    #: Blocks: caught up, waiting until the idle deadline.
+    IDLING = 3
+    #: Blocks: paused for backpressure; its lag is stale and its idle clock frozen.
+    PAUSED = 4
+
+
+def empty_partition_verdict(p: PartitionState, now_ms: int, idle_ms: int) -> Verdict:
+    """Judge an *empty* partition at ``now_ms``; starts or clears its idle deadline as Kafka does."""
+    if p.paused:
+        return Verdict.PAUSED
+    if p.lag is None:
+        p.deadline = None
+        return Verdict.LAG_UNKNOWN
+    if p.lag > 0:
+        p.deadline = None
+        return Verdict.LAG_ON_BROKER
+    if idle_ms >= IDLE_FOREVER:
+        return Verdict.IDLING
+    if p.deadline is None:
+        p.deadline = now_ms + idle_ms
+    return Verdict.IDLING if now_ms < p.deadline else Verdict.PASSED
+
+
+def pause(p: PartitionState, now_ms: int) -> None:
+    """Mark ``p`` paused and freeze its idle clock."""
+    if p.paused:
+        return
+    p.paused = True
+    if p.deadline is not None:
+        p.frozen_remaining = p.deadline - now_ms
+        p.deadline = None
+
+
+def resume(p: PartitionState, now_ms: int) -> None:
+    """Mark ``p`` resumed; its idle deadline continues with the time it had left."""
+    if not p.paused:
+        return
+    p.paused = False
+    if p.frozen_remaining is not None:
+        p.deadline = now_ms + p.frozen_remaining
+        p.frozen_remaining = None

@@ -1,0 +1,580 @@
+"""``MergeTask``: one task's merge, as a sans-I/O state machine.
+
+The adapter feeds it facts and asks it what to do; it never waits, sleeps or reads a clock.
+
+* ``push(tp, records)`` — records fetched for one input partition, in offset order.
+* ``observe_fetch(tp, high_watermark, position, now_ms)`` — what a fetch response said about a
+  partition (its lag is ``high_watermark − position``). Call it for every fetch response,
+  before pushing that response's records; calling it again with the same facts is harmless.
+* ``poll(now_ms)`` — one of :class:`~sidecar.core.records.Emit` (a batch of output, in order),
+  :class:`Heartbeat` (nothing flowed for ``watermark.heartbeat.ms``: write a control record),
+  :class:`NeedFetch` (blocked on partitions whose lag is unknown or positive),
+  :class:`WaitUntil` (blocked on an idle deadline) or :class:`Idle` (nothing buffered).
+  After an ``Emit``, poll again: there may be more.
+* ``pause_hint(now_ms)`` — partitions to pause or resume for backpressure; the adapter must apply
+  every hint it receives (the task records them as applied, to freeze idle clocks).
+* ``acked(batch_ids)`` — output batches the broker acknowledged; returns the input offsets that
+  became safe to commit.
+* ``snapshot(now_ms)`` — a plain dict for ``/status`` and metrics, with why the task is blocked.
+
+Everything the task decides follows from the calls it received, so replaying the same calls
+gives the same output record for record.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sidecar.core.commits import CommitTracker
+from sidecar.core.deadletters import DeadLetterBudget
+from sidecar.core.merge import PartitionState, late_positions, run_end
+from sidecar.core.readiness import (
+    IDLE_DISABLED,
+    IDLE_FOREVER,
+    Verdict,
+    empty_partition_verdict,
+    pause,
+    resume,
+)
+from sidecar.core.records import (
+    LOG_APPEND_TIME,
+    UNKNOWN,
+    DeadLetter,
+    Emit,
+    InputRecord,
+    Late,
+    TopicPartition,
+)
+from sidecar.core.timestamps import (
+    ErrorTolerance,
+    InvalidPolicy,
+    InvalidTimestampError,
+    RecordTimestamp,
+    TimestampExtractor,
+)
+from sidecar.core.watermarks import TaskWatermark, WatermarkPolicyName, make_policy
+
+LatePolicy = Literal["forward", "drop", "topic"]
+
+_NO_BOUND = 2**63
+
+
+@dataclass(frozen=True, slots=True)
+class TaskConfig:
+    """The merge settings of one task (the core's view of the sidecar's config keys)."""
+
+    max_task_idle_ms: int = 0
+    buffered_records_per_partition: int = 1000
+    extractor: TimestampExtractor = field(default_factory=RecordTimestamp)
+    timestamp_invalid: InvalidPolicy = "fail"
+    errors_tolerance: ErrorTolerance = "none"
+    dlq_max_ratio: float = 0.5
+    late_records: LatePolicy = "forward"
+    watermark_policy: WatermarkPolicyName = "auto"
+    watermark_max_delay_ms: int = 5000
+    watermark_window_ms: int = 60000
+    watermark_idle_epsilon_ms: int = 2000
+    watermark_heartbeat_ms: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.max_task_idle_ms < IDLE_DISABLED:
+            raise ValueError(f"max.task.idle.ms must be -1, 0 or positive, got {self.max_task_idle_ms}")
+        if self.buffered_records_per_partition < 1:
+            got = self.buffered_records_per_partition
+            raise ValueError(f"buffered.records.per.partition must be at least 1, got {got}")
+
+
+@dataclass(frozen=True, slots=True)
+class WaitUntil:
+    """Nothing may go out before ``deadline_ms`` unless new facts arrive."""
+
+    deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class NeedFetch:
+    """Blocked on these partitions until a fetch brings news: their lag is unknown, positive or
+    stale (paused), or they idle forever (``max.task.idle.ms=max``) until data arrives."""
+
+    partitions: tuple[TopicPartition, ...]
+    wake_at_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Idle:
+    """Nothing is buffered. Poll again at ``wake_at_ms`` (a heartbeat may be due) or on new data."""
+
+    wake_at_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """Write a control record carrying the task watermark; nothing else flowed for a while."""
+
+    watermark: int
+
+
+@dataclass(frozen=True, slots=True)
+class PauseHint:
+    pause: tuple[TopicPartition, ...] = ()
+    resume: tuple[TopicPartition, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.pause or self.resume)
+
+
+Outcome = Emit | Heartbeat | NeedFetch | WaitUntil | Idle
+
+_BLOCKING_FOR_FETCH = (Verdict.LAG_UNKNOWN, Verdict.LAG_ON_BROKER, Verdict.PAUSED)
+
+
+class MergeTask:
+    def __init__(
+        self,
+        partitions: Sequence[TopicPartition],
+        config: TaskConfig | None = None,
+        topic_order: Sequence[str] | None = None,
+        log_append_time_topics: Collection[str] = (),
+    ) -> None:
+        """``topic_order`` is ``input.topics`` (the tie-break order); by default, first appearance.
+
+        ``log_append_time_topics`` tells the ``auto`` watermark policy which topics the broker
+        stamps; without it, the first record's timestamp type decides.
+        """
+        if not partitions:
+            raise ValueError("a task needs at least one input partition")
+        if len(set(partitions)) != len(partitions):
+            raise ValueError(f"duplicate input partitions: {sorted(partitions)}")
+        self.config = cfg = config or TaskConfig()
+        order = (
+            list(topic_order)
+            if topic_order is not None
+            else list(dict.fromkeys(tp.topic for tp in partitions))
+        )
+        unknown = {tp.topic for tp in partitions} - set(order)
+        if unknown:
+            raise ValueError(f"topics {sorted(unknown)} are not in the topic order {order}")
+        ranked = sorted(partitions, key=lambda tp: (order.index(tp.topic), tp.partition))
+        rank_of = {tp: r for r, tp in enumerate(ranked)}
+        self._parts = [
+            PartitionState(TopicPartition(*tp), i, rank_of[tp], self._policy_for(tp, log_append_time_topics))
+            for i, tp in enumerate(partitions)
+        ]
+        self._by_tp = {p.tp: p for p in self._parts}
+        self._heap: list[tuple[int, int, int]] = []
+        self._watermark = TaskWatermark()
+        self._stream_time = UNKNOWN
+        self._commits = CommitTracker(len(self._parts))
+        self._budget = DeadLetterBudget(cfg.dlq_max_ratio)
+        self._dead: list[tuple[int, DeadLetter]] = []
+        self._next_batch = 0
+        self._last_output_ms: int | None = None
+        # Counters (Kafka Streams' meanings), read by snapshot() and the metrics.
+        self.records_in = 0
+        self.records_out = 0
+        self.enforced_total = 0
+        self.late_total = 0
+        self.heartbeats = 0
+        self.dropped: Counter[str] = Counter()
+
+    def _policy_for(self, tp: TopicPartition, lat_topics: Collection[str]) -> Any:
+        cfg = self.config
+        if cfg.watermark_policy == "auto" and tp.topic not in lat_topics:
+            return None  # decided by the first record's timestamp type
+        return make_policy(
+            cfg.watermark_policy,
+            cfg.extractor.uses_record_time,
+            cfg.watermark_max_delay_ms,
+            cfg.watermark_window_ms,
+            cfg.watermark_idle_epsilon_ms,
+        )
+
+    # -- facts --------------------------------------------------------------------------------
+
+    @property
+    def partitions(self) -> list[TopicPartition]:
+        return [p.tp for p in self._parts]
+
+    def push(self, tp: TopicPartition, records: Sequence[InputRecord]) -> None:
+        """Queue records fetched for ``tp``, in offset order.
+
+        Raises :class:`~sidecar.core.timestamps.InvalidTimestampError` at the first record whose
+        event time cannot be read under ``timestamp.invalid=fail`` and ``errors.tolerance=none``;
+        the records before it are queued, it and those after it are not.
+        """
+        if not records:
+            return
+        p = self._part(tp)
+        if p.watermark_policy is None:
+            cfg = self.config
+            p.watermark_policy = make_policy(
+                "auto",
+                cfg.extractor.uses_record_time and records[0].timestamp_type == LOG_APPEND_TIME,
+                cfg.watermark_max_delay_ms,
+                cfg.watermark_window_ms,
+                cfg.watermark_idle_epsilon_ms,
+            )
+        if p.start_offset is None:
+            p.start_offset = records[0].offset
+        was_empty = p.head == len(p.timestamps)
+        timestamps = self.config.extractor.extract_all(records)
+        try:
+            if min(timestamps) >= 0:
+                p.append(records, timestamps)
+                self._budget.observe(len(records))
+            else:
+                self._push_with_invalid(p, records, timestamps)
+            p.next_offset = records[-1].offset + 1
+            self.records_in += len(records)
+        finally:  # also when a bad record stops the push: what came before it is queued
+            if was_empty and p.head < len(p.timestamps):
+                p.deadline = None  # data arrived: the idle clock starts afresh when next empty
+                p.frozen_remaining = None
+                heapq.heappush(self._heap, (p.timestamps[p.head], p.rank, p.index))
+
+    def _push_with_invalid(
+        self, p: PartitionState, records: Sequence[InputRecord], timestamps: list[int]
+    ) -> None:
+        cfg = self.config
+        keep: list[InputRecord] = []
+        keep_ts: list[int] = []
+        failed_at: list[int] = []
+        known_time = max((t for t in p.timestamps[p.head :]), default=p.partition_time)
+        for i, (record, ts) in enumerate(zip(records, timestamps, strict=True)):
+            if ts >= 0:
+                keep.append(record)
+                keep_ts.append(ts)
+                if known_time is None or ts > known_time:
+                    known_time = ts
+                continue
+            if cfg.timestamp_invalid == "skip":
+                self.dropped["invalid-timestamp"] += 1
+                continue
+            reason = cfg.extractor.explain(record)
+            if cfg.timestamp_invalid == "partition-time":
+                if known_time is not None:
+                    keep.append(record)
+                    keep_ts.append(known_time)
+                    continue
+                reason += "; no partition time to fall back on yet"
+            if cfg.errors_tolerance == "none":
+                p.append(keep, keep_ts)
+                p.next_offset = record.offset
+                self.records_in += i
+                raise InvalidTimestampError(p.tp, record.offset, reason)
+            failed_at.append(i)
+            self._dead.append((p.index, DeadLetter(record, reason, "InvalidTimestampError")))
+        p.append(keep, keep_ts)
+        self._budget.observe(len(records), failed_at)
+
+    def observe_fetch(self, tp: TopicPartition, high_watermark: int, position: int, now_ms: int) -> None:
+        """A fetch response at ``now_ms`` showed ``high_watermark`` while we were at ``position``."""
+        p = self._part(tp)
+        lag = high_watermark - position
+        p.lag = lag if lag > 0 else 0
+        p.fetch_ms = now_ms
+        if p.lag == 0:
+            if p.caught_up_at is None or now_ms > p.caught_up_at:
+                p.caught_up_at = now_ms
+        else:
+            p.caught_up_at = None
+
+    def _part(self, tp: TopicPartition) -> PartitionState:
+        try:
+            return self._by_tp[tp]  # aiokafka's TopicPartition (a NamedTuple too) hashes alike
+        except KeyError:
+            raise KeyError(f"{tp} is not an input partition of this task ({self.partitions})") from None
+
+    # -- decisions ----------------------------------------------------------------------------
+
+    def poll(self, now_ms: int, max_records: int | None = None) -> Outcome:
+        """What to do now: emit a batch, write a heartbeat, fetch, wait, or nothing."""
+        cfg = self.config
+        if self._last_output_ms is None:
+            self._last_output_ms = now_ms
+        watermark = self._advance_watermarks(now_ms)
+        idle = cfg.max_task_idle_ms
+        enforced = False
+        blocking: list[TopicPartition] = []
+        deadline: int | None = None
+        if idle != IDLE_DISABLED:
+            for p in self._parts:
+                if p.head == len(p.timestamps):
+                    verdict = empty_partition_verdict(p, now_ms, idle)
+                    if verdict is Verdict.PASSED:
+                        enforced = True
+                    elif verdict is Verdict.IDLING and p.deadline is not None:
+                        if deadline is None or p.deadline < deadline:
+                            deadline = p.deadline
+                    else:  # no deadline to wait for: only a fetch bringing data can unblock
+                        blocking.append(p.tp)
+        if self._heap and not blocking and deadline is None:
+            return self._take(now_ms, watermark, enforced, max_records or _NO_BOUND)
+        if self._dead:
+            return self._batch(now_ms, watermark, self._stream_time, [], [], 0, [], [], [], 0, {})
+        heartbeat_at = None
+        if cfg.watermark_heartbeat_ms > 0:
+            heartbeat_at = self._last_output_ms + cfg.watermark_heartbeat_ms
+            if now_ms >= heartbeat_at and watermark >= 0:
+                self._last_output_ms = now_ms
+                self.heartbeats += 1
+                return Heartbeat(watermark)
+            heartbeat_at = max(heartbeat_at, now_ms + 1)
+        if not self._heap:
+            return Idle(heartbeat_at)
+        wake = (
+            deadline
+            if heartbeat_at is None or (deadline is not None and deadline < heartbeat_at)
+            else heartbeat_at
+        )
+        if blocking:
+            return NeedFetch(tuple(blocking), wake)
+        assert deadline is not None
+        return WaitUntil(deadline if heartbeat_at is None else min(deadline, heartbeat_at))
+
+    def _advance_watermarks(self, now_ms: int) -> int:
+        values: list[int | None] = []
+        for p in self._parts:
+            policy = p.watermark_policy
+            if policy is None:
+                values.append(None)
+                continue
+            caught_up = p.caught_up_at if p.lag == 0 and p.head == len(p.timestamps) else None
+            value = policy.compute(now_ms, caught_up)
+            if value is not None:
+                value = max(value, 0)  # Kafka timestamps, hence watermarks, are never negative
+                if p.watermark is None or value > p.watermark:
+                    p.watermark = value
+            values.append(p.watermark)
+        return self._watermark.advance(values)
+
+    def _take(self, now_ms: int, watermark: int, enforced: bool, budget: int) -> Emit:
+        """The merge loop: take runs of records in output order until blocked or out of budget."""
+        heap, parts = self._heap, self._parts
+        idle = self.config.max_task_idle_ms
+        late_policy = self.config.late_records
+        out_records: list[InputRecord] = []
+        out_ts: list[int] = []
+        late_idx: list[int] = []
+        lateness: list[int] = []
+        routed: list[Late] = []
+        dropped = 0
+        firsts: dict[int, int] = {}
+        enforced_from = 0 if enforced else -1
+        stream_time = before = self._stream_time
+        while heap and budget > 0:
+            _, rank, i = heap[0]
+            p = parts[i]
+            if len(heap) == 1:
+                end = run_end(p, _NO_BOUND, True, budget)
+            else:
+                second = heap[1] if len(heap) == 2 or heap[1] < heap[2] else heap[2]
+                end = run_end(p, second[0], rank < second[1], budget)
+            h, ts, recs = p.head, p.timestamps, p.records
+            if i not in firsts:
+                firsts[i] = recs[h].offset
+            if p.monotonic:
+                run_min, run_max = ts[h], ts[end - 1]
+            else:
+                run_min, run_max = min(ts[h:end]), max(ts[h:end])
+            late = (
+                late_positions(ts, h, end, stream_time, p.monotonic)
+                if run_min < stream_time or not p.monotonic
+                else None
+            )
+            if late and late_policy != "forward":
+                late_at = dict(late)
+                for j in range(h, end):
+                    lost = late_at.get(j)
+                    if lost is None:
+                        out_records.append(recs[j])
+                        out_ts.append(ts[j])
+                    elif late_policy == "topic":
+                        routed.append(Late(recs[j], ts[j], lost))
+                    else:
+                        dropped += 1
+            else:
+                base = len(out_records) - h
+                out_records += recs[h:end]
+                out_ts += ts[h:end]
+                if late:
+                    for j, lost in late:
+                        late_idx.append(base + j)
+                        lateness.append(lost)
+            if run_max > stream_time:
+                stream_time = run_max
+            if p.partition_time is None or run_max > p.partition_time:
+                p.partition_time = run_max
+            policy = p.watermark_policy
+            if policy is not None:
+                policy.on_take(run_min, run_max, now_ms)
+            budget -= end - h
+            p.head = end
+            if end < len(ts):
+                heapq.heapreplace(heap, (ts[end], p.rank, i))
+                continue
+            heapq.heappop(heap)
+            if idle != IDLE_DISABLED:
+                verdict = empty_partition_verdict(p, now_ms, idle)
+                if verdict is not Verdict.PASSED:
+                    break
+                if enforced_from < 0:
+                    enforced_from = len(out_records)
+        if enforced_from < 0:
+            enforced_from = len(out_records)
+        self._stream_time = stream_time
+        return self._batch(
+            now_ms,
+            watermark,
+            before,
+            out_records,
+            out_ts,
+            enforced_from,
+            late_idx,
+            lateness,
+            routed,
+            dropped,
+            firsts,
+        )
+
+    def _batch(
+        self,
+        now_ms: int,
+        watermark: int,
+        stream_time_before: int,
+        records: list[InputRecord],
+        timestamps: list[int],
+        enforced_from: int,
+        late_idx: list[int],
+        lateness: list[int],
+        routed: list[Late],
+        dropped: int,
+        firsts: dict[int, int],
+    ) -> Emit:
+        batch_id = self._next_batch
+        self._next_batch += 1
+        taken = self._commits.taken
+        for i, first in firsts.items():
+            taken(i, batch_id, first)
+        dead = [dl for _, dl in self._dead]
+        for i, dl in self._dead:
+            taken(i, batch_id, dl.record.offset)
+        self._dead.clear()
+        self.records_out += len(records)
+        self.enforced_total += len(records) - enforced_from
+        self.late_total += len(late_idx) + len(routed) + dropped
+        if dropped:
+            self.dropped["late"] += dropped
+        self._last_output_ms = now_ms
+        return Emit(
+            batch_id=batch_id,
+            records=records,
+            timestamps=timestamps,
+            watermark=watermark,
+            stream_time_before=stream_time_before,
+            enforced_from=enforced_from,
+            late=late_idx,
+            lateness=lateness,
+            late_routed=routed,
+            dead_letters=dead,
+            dropped_late=dropped,
+        )
+
+    # -- backpressure and commits ---------------------------------------------------------------
+
+    def pause_hint(self, now_ms: int) -> PauseHint:
+        """Pause partitions holding ``buffered.records.per.partition`` or more; resume below half."""
+        limit = self.config.buffered_records_per_partition
+        to_pause, to_resume = [], []
+        for p in self._parts:
+            buffered = len(p.timestamps) - p.head
+            if not p.paused and buffered >= limit:
+                pause(p, now_ms)
+                to_pause.append(p.tp)
+            elif p.paused and buffered * 2 < limit:
+                resume(p, now_ms)
+                to_resume.append(p.tp)
+        return PauseHint(tuple(to_pause), tuple(to_resume))
+
+    def acked(self, batch_ids: Iterable[int]) -> dict[TopicPartition, int]:
+        """Record acknowledged batches; return the input offsets that became safe to commit."""
+        self._commits.acked(batch_ids)
+        return self.committable()
+
+    def committable(self) -> dict[TopicPartition, int]:
+        """Offsets safe to commit that moved forward since last asked (after a skip, too)."""
+        parts = self._parts
+        return {parts[i].tp: offset for i, offset in self._commits.advanced(parts).items()}
+
+    def in_flight(self) -> bool:
+        """True while some emitted batch is not acknowledged yet."""
+        return self._commits.acked_through < self._next_batch - 1
+
+    # -- observation ----------------------------------------------------------------------------
+
+    @property
+    def stream_time(self) -> int:
+        return self._stream_time
+
+    @property
+    def watermark(self) -> int:
+        return self._watermark.value
+
+    def snapshot(self, now_ms: int) -> dict[str, Any]:
+        """A plain dict for ``/status``: readiness, times, counts, and what holds the task back."""
+        idle = self.config.max_task_idle_ms
+        blocked_by = []
+        partitions = []
+        for p in self._parts:
+            buffered = len(p.timestamps) - p.head
+            reason = None
+            if buffered == 0 and idle != IDLE_DISABLED:
+                reason = _block_reason(p, now_ms, idle)
+                if reason is not None:
+                    blocked_by.append({"topic": p.tp.topic, "partition": p.tp.partition, "reason": reason})
+            partitions.append(
+                {
+                    "topic": p.tp.topic,
+                    "partition": p.tp.partition,
+                    "buffered": buffered,
+                    "lag": p.lag,
+                    "partition_time": p.partition_time,
+                    "watermark": p.watermark,
+                    "paused": p.paused,
+                    "idle_deadline": p.deadline,
+                }
+            )
+        has_data = bool(self._heap)
+        return {
+            "ready": has_data and not blocked_by,
+            "buffered": sum(p["buffered"] for p in partitions),
+            "stream_time": self._stream_time,
+            "watermark": self._watermark.value,
+            "records_in": self.records_in,
+            "records_out": self.records_out,
+            "enforced": self.enforced_total,
+            "late": self.late_total,
+            "heartbeats": self.heartbeats,
+            "dropped": dict(self.dropped),
+            "blocked_by": blocked_by,
+            "partitions": partitions,
+        }
+
+
+def _block_reason(p: PartitionState, now_ms: int, idle: int) -> str | None:
+    if p.paused:
+        return "paused for backpressure; its lag is stale until resumed"
+    if p.lag is None:
+        return "lag unknown: no fetch response yet"
+    if p.lag > 0:
+        return f"lag {p.lag} on the broker, not fetched yet"
+    if idle >= IDLE_FOREVER:
+        return "idling: caught up, and max.task.idle.ms=max waits for data forever"
+    if p.deadline is None or now_ms < p.deadline:
+        until = p.deadline if p.deadline is not None else now_ms + idle
+        return f"idling until {until} (caught up; max.task.idle.ms={idle})"
+    return None
