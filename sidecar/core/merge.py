@@ -155,3 +155,38 @@ def late_positions(
         else:
             high = t
     return late
+
+
+def cut_index(p: PartitionState, ts_bound: int, rank_bound: int) -> int:
+    """Index after p's last buffered record whose key (timestamp, rank) is at most the bound.
+
+    Only for a monotonic partition: its keys are sorted, so this is a binary search.
+    """
+    if p.rank <= rank_bound:
+        return bisect_right(p.timestamps, ts_bound, p.head)
+    return bisect_left(p.timestamps, ts_bound, p.head)
+
+
+def count_upto(parts: Sequence[PartitionState], ts_bound: int, rank_bound: int) -> int:
+    """How many buffered records of monotonic partitions have a key at most (ts_bound, rank_bound)."""
+    return sum(cut_index(p, ts_bound, rank_bound) - p.head for p in parts)
+
+
+def merge_sorted(
+    chunks: Sequence[tuple[list[InputRecord], list[int]]],
+) -> tuple[list[InputRecord], list[int]]:
+    """Merge per-partition chunks, each sorted, given in tie-break (rank) order.
+
+    Python's sort is stable: sorting the concatenation by timestamp alone keeps equal timestamps
+    in rank order and, within a partition, in offset order — exactly the merge's total order —
+    and timsort merges pre-sorted runs in C, far faster than a heap in Python.
+    """
+    if len(chunks) == 1:
+        return chunks[0]
+    records: list[InputRecord] = []
+    stamps: list[int] = []
+    for recs, ts in chunks:
+        records += recs
+        stamps += ts
+    order = sorted(range(len(stamps)), key=stamps.__getitem__)
+    return [records[i] for i in order], [stamps[i] for i in order]

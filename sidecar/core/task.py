@@ -24,6 +24,7 @@ gives the same output record for record.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,14 @@ from typing import Any, Literal
 
 from sidecar.core.commits import CommitTracker
 from sidecar.core.deadletters import DeadLetterBudget
-from sidecar.core.merge import PartitionState, late_positions, run_end
+from sidecar.core.merge import (
+    PartitionState,
+    count_upto,
+    cut_index,
+    late_positions,
+    merge_sorted,
+    run_end,
+)
 from sidecar.core.readiness import (
     IDLE_DISABLED,
     IDLE_FOREVER,
@@ -165,6 +173,7 @@ class MergeTask:
             for i, tp in enumerate(partitions)
         ]
         self._by_tp = {p.tp: p for p in self._parts}
+        self._ranked = sorted(self._parts, key=lambda p: p.rank)
         self._heap: list[tuple[int, int, int]] = []
         self._watermark = TaskWatermark()
         self._stream_time = UNKNOWN
@@ -353,7 +362,108 @@ class MergeTask:
         return self._watermark.advance(values)
 
     def _take(self, now_ms: int, watermark: int, enforced: bool, budget: int) -> Emit:
-        """The merge loop: take runs of records in output order until blocked or out of budget."""
+        """Take records in output order until a partition that runs dry blocks, or out of budget."""
+        if all(p.monotonic for p in self._parts if p.head < len(p.timestamps)):
+            return self._take_sorted(now_ms, watermark, enforced, budget)
+        return self._take_runs(now_ms, watermark, enforced, budget)
+
+    def _take_sorted(self, now_ms: int, watermark: int, enforced: bool, budget: int) -> Emit:
+        """Every buffer is sorted: cut each at the point the merge would stop, then sort once.
+
+        The merge stops right after the last record of the first partition to run dry whose
+        verdict blocks. Partitions run dry in the order of their last keys (timestamp, rank), so
+        that cut is found with binary searches, and the records up to it are merged by one
+        stable sort. Same output as the record-by-record merge, at C speed.
+        """
+        idle = self.config.max_task_idle_ms
+        active = [p for p in self._ranked if p.head < len(p.timestamps)]
+        cut: tuple[int, int] | None = None  # key of the last record out; None: everything
+        enforced_key: tuple[int, int] | None = None
+        over_budget = False
+        if idle != IDLE_DISABLED or sum(len(p.timestamps) - p.head for p in active) > budget:
+            for q in sorted(active, key=lambda p: (p.timestamps[-1], p.rank)):
+                key = (q.timestamps[-1], q.rank)
+                if count_upto(active, *key) > budget:
+                    over_budget = True
+                    cut = key
+                    break
+                if idle == IDLE_DISABLED:
+                    continue
+                if empty_partition_verdict(q, now_ms, idle) is Verdict.PASSED:
+                    if enforced_key is None:
+                        enforced_key = key
+                    continue
+                cut = key
+                break
+        ends = {p.index: cut_index(p, *cut) if cut else len(p.timestamps) for p in active}
+        chunks = [(p.records[p.head : ends[p.index]], p.timestamps[p.head : ends[p.index]]) for p in active]
+        records, stamps = merge_sorted([c for c in chunks if c[1]])
+        if over_budget and len(records) > budget:
+            records, stamps = records[:budget], stamps[:budget]
+            last = self._part(TopicPartition(records[-1].topic, records[-1].partition))
+            others = 0
+            for p in active:
+                if p is not last:
+                    ends[p.index] = cut_index(p, stamps[-1], last.rank)
+                    others += ends[p.index] - p.head
+            ends[last.index] = last.head + budget - others
+        if enforced:
+            enforced_from = 0
+        elif enforced_key is not None:
+            enforced_from = min(len(records), count_upto(active, *enforced_key))
+        else:
+            enforced_from = len(records)
+        firsts = {}
+        for p in active:
+            h, end = p.head, ends[p.index]
+            if end == h:
+                continue
+            firsts[p.index] = p.records[h].offset
+            low, high = p.timestamps[h], p.timestamps[end - 1]
+            if p.partition_time is None or high > p.partition_time:
+                p.partition_time = high
+            if p.watermark_policy is not None:
+                p.watermark_policy.on_take(low, high, now_ms)
+            p.head = end
+        self._heap = [(p.timestamps[p.head], p.rank, p.index) for p in active if p.head < len(p.timestamps)]
+        heapq.heapify(self._heap)
+        before = self._stream_time
+        late_idx: list[int] = []
+        lateness: list[int] = []
+        routed: list[Late] = []
+        dropped = 0
+        if stamps and stamps[0] < before:  # sorted output: only a prefix can be late
+            n_late = bisect_left(stamps, before)
+            if self.config.late_records == "forward":
+                late_idx = list(range(n_late))
+                lateness = [before - t for t in stamps[:n_late]]
+            else:
+                if self.config.late_records == "topic":
+                    routed = [
+                        Late(r, t, before - t) for r, t in zip(records[:n_late], stamps[:n_late], strict=True)
+                    ]
+                else:
+                    dropped = n_late
+                records, stamps = records[n_late:], stamps[n_late:]
+                enforced_from = max(0, enforced_from - n_late)
+        if stamps and stamps[-1] > before:
+            self._stream_time = stamps[-1]
+        return self._batch(
+            now_ms,
+            watermark,
+            before,
+            records,
+            stamps,
+            enforced_from,
+            late_idx,
+            lateness,
+            routed,
+            dropped,
+            firsts,
+        )
+
+    def _take_runs(self, now_ms: int, watermark: int, enforced: bool, budget: int) -> Emit:
+        """The general merge loop, for buffers that are not sorted: runs of records in order."""
         heap, parts = self._heap, self._parts
         idle = self.config.max_task_idle_ms
         late_policy = self.config.late_records

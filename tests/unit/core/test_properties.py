@@ -368,3 +368,25 @@ def test_reference_sanity_two_partitions() -> None:
     ]
     assert [row[:4] for row in reference(s)] == expected
     assert [row[:4] for row in outputs(run(s, finish=False))] == expected
+
+
+@SETTINGS
+@given(scenarios())
+def test_capping_batch_size_does_not_change_the_output(s: Scenario) -> None:
+    uncapped = Scenario(
+        s.partitions,
+        s.logs,
+        s.idle,
+        s.late_records,
+        [("poll", None) if o[0] == "poll" else o for o in s.ops],
+        s.pauses,
+    )
+    capped = Scenario(
+        s.partitions,
+        s.logs,
+        s.idle,
+        s.late_records,
+        [("poll", 2) if o[0] == "poll" else o for o in s.ops],
+        s.pauses,
+    )
+    assert outputs(run(capped)) == outputs(run(uncapped))
