@@ -48,7 +48,7 @@ STATE_FILE = RUN_DIR / "broker.json"
 PORT_FILE_NAME = "timesync-ports.json"  # inside a kept data dir: a restart reuses the ports
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
-HEAP = os.environ.get("TIMESYNC_KAFKA_HEAP", "-Xms256m -Xmx768m")
+HEAP = os.environ.get("KAFKA_HEAP_OPTS", "-Xms256m -Xmx768m")
 
 LOG4J2 = """\
 Configuration:
@@ -181,8 +181,15 @@ def _java() -> str:
 
 
 def _cluster_id() -> str:
-    """Kafka's cluster id format: a UUID as 22 characters of URL-safe base64."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Kafka's cluster id format: a UUID as 22 characters of URL-safe base64.
+
+    One in 64 such ids starts with '-', which the storage tool's argument parser takes for an
+    option; draw again in that case.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _server_properties(port: int, controller_port: int, data_dir: Path, overrides: Mapping[str, str]) -> str:

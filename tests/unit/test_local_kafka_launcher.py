@@ -64,7 +64,9 @@ def test_status_without_a_broker_exits_1(tmp_path: Path) -> None:
     assert done.stderr.strip() == "kafka: not running"
 
 
-def test_kafka_cluster_id_has_kafkas_uuid_format() -> None:
-    cluster_id = load_launcher()._cluster_id()
-    assert len(cluster_id) == 22
-    assert set(cluster_id) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+def test_kafka_cluster_id_has_kafkas_uuid_format_and_never_looks_like_an_option() -> None:
+    for _ in range(500):
+        cluster_id = load_launcher()._cluster_id()
+        assert len(cluster_id) == 22
+        assert set(cluster_id) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        assert not cluster_id.startswith("-"), "the storage tool would read it as an option"
