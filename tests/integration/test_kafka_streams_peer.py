@@ -28,7 +28,7 @@ import pytest
 from aiokafka.structs import ConsumerRecord
 
 from bench.kafka_io import create_topics, produce, read_topics
-from bench.peers.kafka_streams import IdleMs, KafkaStreamsPeer, build
+from bench.peers.kafka_streams import IdleMs, KafkaStreamsPeer, PeerError, build
 from bench.workloads import Event
 from sidecar.kafka.admin import TopicSpec
 
@@ -159,3 +159,14 @@ async def test_idle_max_waits_forever_for_the_partition_that_ran_dry(
     _assert_forwarded_unchanged(inputs, out)
     for task in (0, 1):
         assert [_source(r) for r in out if r.partition == task] == expected[task]
+
+
+async def test_start_fails_with_the_peers_reason_when_an_input_topic_is_missing(
+    bootstrap: str, peer_jar: Path, inputs: Inputs
+) -> None:
+    missing = f"ks-peer-missing-{uuid.uuid4().hex[:8]}"
+    peer = KafkaStreamsPeer(bootstrap, [inputs.a, missing], f"{missing}-out", 0, f"{missing}-app")
+
+    with pytest.raises(PeerError, match=rf"exited with code 2 before READY(.|\n)*input topic '{missing}'"):
+        await peer.start()
+    assert peer.returncode == 2
