@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all demo test lint format jars venv broker-start broker-stop clean bench
+.PHONY: all demo test lint format jars venv broker-start broker-stop clean bench deploy-check deploy-tools
 
 all: test
 
@@ -35,7 +35,7 @@ venv: $(STAMP_PY)
 jars: $(STAMP_JARS)
 
 test: $(STAMP_PY) $(STAMP_JARS)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_ARGS)
 
 lint: $(STAMP_PY)
 	$(PY) -m ruff check .
@@ -57,3 +57,34 @@ broker-stop:
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info
+
+# --- deploy/ checks that need tools too slow to install on every CI run ----------------------
+# Helm is built from its Go module (~25 s with a warm Go cache, ~4-5 min cold) and checkov gets
+# its own venv (~2.5 min; its pins clash with ours). Both are cached in .cache/tools/. `make test`
+# runs the other deploy checks (hadolint, shellcheck, Kubernetes and Compose schemas, Grafana).
+TOOLS           := .cache/tools
+HELM_VERSION    := v3.22.0
+HELM_K8S_MINOR  := 37
+HELM            := $(TOOLS)/helm-$(HELM_VERSION)/helm
+CHECKOV_VERSION := 3.3.30
+CHECKOV         := $(TOOLS)/checkov-$(CHECKOV_VERSION)/bin/checkov
+HELM_PKG        := helm.sh/helm/v3
+# The version and default Kubernetes version that Helm's own release build stamps in.
+HELM_LDFLAGS    := -s -w -X $(HELM_PKG)/internal/version.version=$(HELM_VERSION) \
+	-X $(HELM_PKG)/pkg/chartutil.k8sVersionMajor=1 -X $(HELM_PKG)/pkg/chartutil.k8sVersionMinor=$(HELM_K8S_MINOR) \
+	-X $(HELM_PKG)/pkg/lint/rules.k8sVersionMajor=1 -X $(HELM_PKG)/pkg/lint/rules.k8sVersionMinor=$(HELM_K8S_MINOR)
+
+$(HELM):
+	@command -v go >/dev/null || { echo "go not found: helm is built from its Go module; install Go >= 1.25" >&2; exit 1; }
+	GOBIN=$(abspath $(dir $@)) GOFLAGS=-buildvcs=false go install -ldflags '$(HELM_LDFLAGS)' $(HELM_PKG)/cmd/helm@$(HELM_VERSION)
+
+$(CHECKOV):
+	rm -rf $(TOOLS)/checkov-$(CHECKOV_VERSION)
+	$(PYTHON) -m venv $(TOOLS)/checkov-$(CHECKOV_VERSION)
+	$(TOOLS)/checkov-$(CHECKOV_VERSION)/bin/pip install -q checkov==$(CHECKOV_VERSION)
+
+deploy-tools: $(HELM) $(CHECKOV)
+
+deploy-check: $(STAMP_PY) $(HELM) $(CHECKOV)
+	TIMESYNC_HELM=$(abspath $(HELM)) TIMESYNC_CHECKOV=$(abspath $(CHECKOV)) \
+	  $(PY) -m pytest tests/deploy $(PYTEST_ARGS)

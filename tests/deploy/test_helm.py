@@ -1,0 +1,190 @@
+"""The Helm chart renders, lints and gives valid Kubernetes objects (needs `make deploy-check`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.deploy.conftest import CHART, parse_properties, run
+from tests.deploy.contract import CONFIG_DEFAULTS
+
+pytestmark = pytest.mark.deploy_tools
+
+REQUIRED = {
+    "config": {
+        "bootstrap.servers": "kafka-0.kafka:9092,kafka-1.kafka:9092",
+        "input.topics": "orders,payments",
+        "output.topic": "orders-payments.ordered",
+    }
+}
+
+
+def write_values(tmp_path: Path, extra: dict[str, Any] | None = None) -> Path:
+    merged: dict[str, Any] = {"config": dict(REQUIRED["config"])}
+    for key, value in (extra or {}).items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key].update(value)
+        else:
+            merged[key] = value
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(merged))
+    return path
+
+
+def template(helm: str, values: Path, *extra: str) -> tuple[int, list[dict[str, Any]], str]:
+    result = run([helm, "template", "ts", str(CHART), "--namespace", "streams", "-f", str(values), *extra])
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d] if result.returncode == 0 else []
+    return result.returncode, docs, result.stderr
+
+
+def kinds(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {d["kind"]: d for d in docs}
+
+
+def test_chart_lints_clean(helm: str, tmp_path: Path) -> None:
+    result = run([helm, "lint", "--strict", str(CHART), "-f", str(write_values(tmp_path))])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 chart(s) failed" in result.stdout
+
+
+@pytest.mark.parametrize("version", ["1.29.0", kubernetes_validate.utils.latest_version()])
+def test_rendered_objects_are_valid_kubernetes(helm: str, tmp_path: Path, version: str) -> None:
+    code, docs, err = template(helm, write_values(tmp_path), "--kube-version", version)
+    assert code == 0, err
+    assert set(kinds(docs)) == {
+        "ConfigMap",
+        "Deployment",
+        "Service",
+        "ServiceAccount",
+        "PodDisruptionBudget",
+        "NetworkPolicy",
+    }
+    for doc in docs:
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_configmap_holds_every_key_with_its_default(helm: str, tmp_path: Path) -> None:
+    code, docs, err = template(helm, write_values(tmp_path))
+    assert code == 0, err
+    config = parse_properties(kinds(docs)["ConfigMap"]["data"]["timesync.properties"])
+    expected = (
+        {k: v for k, v in CONFIG_DEFAULTS.items() if v}
+        | REQUIRED["config"]
+        | {"security.protocol": "PLAINTEXT"}
+    )
+    assert config == expected
+    deployment = kinds(docs)["Deployment"]["spec"]["template"]["spec"]
+    (container,) = deployment["containers"]
+    assert container["args"] == ["--config", "/etc/timesync/timesync.properties"]
+    (volume,) = [v for v in deployment["volumes"] if v["name"] == "config"]
+    assert volume["configMap"]["name"] == kinds(docs)["ConfigMap"]["metadata"]["name"]
+
+
+def test_overrides_reach_the_file_as_written(helm: str, tmp_path: Path) -> None:
+    extra = {
+        "config": {
+            "max.task.idle.ms": "max",
+            "watermark.window.ms": 600000000,
+            "sasl.mechanism": "PLAIN",
+            "errors.deadletterqueue.topic.name": "orders.dlq",
+            "group.id": "g1",
+        }
+    }
+    code, docs, err = template(helm, write_values(tmp_path, extra))
+    assert code == 0, err
+    config = parse_properties(kinds(docs)["ConfigMap"]["data"]["timesync.properties"])
+    assert config["max.task.idle.ms"] == "max"
+    assert config["watermark.window.ms"] == "600000000"  # not 6e+08
+    assert config["sasl.mechanism"] == "PLAIN"
+    assert config["errors.deadletterqueue.topic.name"] == "orders.dlq"
+
+
+def test_config_change_rolls_the_pods(helm: str, tmp_path: Path) -> None:
+    def checksum(extra: dict[str, Any]) -> str:
+        (tmp_path / "v").mkdir(exist_ok=True)
+        code, docs, err = template(helm, write_values(tmp_path / "v", extra))
+        assert code == 0, err
+        return kinds(docs)["Deployment"]["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+
+    assert checksum({}) != checksum({"config": {"max.task.idle.ms": 100}})
+
+
+def test_probes_follow_http_port_and_can_be_tuned(helm: str, tmp_path: Path) -> None:
+    extra = {
+        "config": {"http.port": 9100},
+        "probes": {
+            "readiness": {"enabled": False},
+            "liveness": {"enabled": True, "periodSeconds": 20, "timeoutSeconds": 5, "failureThreshold": 6},
+        },
+    }
+    code, docs, err = template(helm, write_values(tmp_path, extra))
+    assert code == 0, err
+    (container,) = kinds(docs)["Deployment"]["spec"]["template"]["spec"]["containers"]
+    assert container["ports"] == [{"name": "http-metrics", "containerPort": 9100, "protocol": "TCP"}]
+    assert "readinessProbe" not in container
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http-metrics"}
+    assert container["livenessProbe"]["failureThreshold"] == 6
+    assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
+
+
+def test_image_tag_defaults_to_app_version_and_digest_wins(helm: str, tmp_path: Path) -> None:
+    code, docs, _ = template(helm, write_values(tmp_path))
+    (container,) = kinds(docs)["Deployment"]["spec"]["template"]["spec"]["containers"]
+    app_version = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+    assert container["image"].endswith(f"timesync-sidecar:{app_version}")
+    digest = "sha256:" + "ab" * 32
+    code, docs, err = template(
+        helm, write_values(tmp_path, {"image": {"repository": "r/ts", "digest": digest}})
+    )
+    assert code == 0, err
+    (container,) = kinds(docs)["Deployment"]["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == f"r/ts@{digest}"
+
+
+def test_service_monitor_scrapes_the_metrics_port(helm: str, tmp_path: Path) -> None:
+    extra = {
+        "serviceMonitor": {
+            "enabled": True,
+            "labels": {"release": "prom"},
+            "interval": "30s",
+            "scrapeTimeout": "10s",
+        }
+    }
+    code, docs, err = template(helm, write_values(tmp_path, extra))
+    assert code == 0, err
+    monitor, service = kinds(docs)["ServiceMonitor"], kinds(docs)["Service"]
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint == {"port": "http-metrics", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}
+    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+    assert monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["streams"]}
+
+
+def test_replicas_share_work_only_with_partition_grouping(helm: str, tmp_path: Path) -> None:
+    code, _, err = template(helm, write_values(tmp_path, {"replicaCount": 3}))
+    assert code != 0
+    assert "replicaCount=3 needs config.task.grouping=partition" in err
+    code, docs, err = template(
+        helm, write_values(tmp_path, {"replicaCount": 3, "config": {"task.grouping": "partition"}})
+    )
+    assert code == 0, err
+    assert kinds(docs)["Deployment"]["spec"]["replicas"] == 3
+
+
+@pytest.mark.parametrize("key", ["bootstrap.servers", "input.topics", "output.topic"])
+def test_missing_required_key_fails_naming_it(helm: str, tmp_path: Path, key: str) -> None:
+    code, _, err = template(helm, write_values(tmp_path, {"config": {key: ""}}))
+    assert code != 0
+    assert f"config.{key} is required" in err
+
+
+def test_unknown_key_is_rejected_by_the_values_schema(helm: str, tmp_path: Path) -> None:
+    code, _, err = template(helm, write_values(tmp_path, {"config": {"max.task.idle": 5}}))
+    assert code != 0
+    assert "max.task.idle" in err

@@ -1,0 +1,90 @@
+"""The chart's values cover the sidecar's whole config, and its schema agrees (no helm needed)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.deploy.conftest import CHART
+from tests.deploy.contract import CONFIG_DEFAULTS, CONFIG_KEYS, PASSTHROUGH_PREFIXES
+
+
+def values() -> dict[str, Any]:
+    return yaml.safe_load((CHART / "values.yaml").read_text())
+
+
+def schema() -> dict[str, Any]:
+    return json.loads((CHART / "values.schema.json").read_text())
+
+
+def test_values_list_every_config_key_and_nothing_else() -> None:
+    config = values()["config"]
+    assert sorted(CONFIG_KEYS - set(config)) == [], "keys missing from values.yaml"
+    assert sorted(set(config) - CONFIG_KEYS) == [], "keys the sidecar does not know"
+
+
+@pytest.mark.parametrize("prefix", PASSTHROUGH_PREFIXES)
+def test_values_document_the_passthrough_client_keys(prefix: str) -> None:
+    assert f"#   {prefix}" in (CHART / "values.yaml").read_text()
+
+
+def test_values_carry_the_sidecar_defaults() -> None:
+    config = values()["config"]
+    for key, default in CONFIG_DEFAULTS.items():
+        if default and key != "security.protocol":
+            assert str(config[key]) == default, key
+
+
+def test_values_cover_image_resources_probes_and_service_monitor() -> None:
+    v = values()
+    assert {"repository", "tag", "digest", "pullPolicy"} <= set(v["image"])
+    assert {"requests", "limits"} <= set(v["resources"])
+    assert set(v["probes"]) == {"startup", "liveness", "readiness"}
+    assert v["serviceMonitor"]["enabled"] is False
+    assert v["config"]["http.host"] == "0.0.0.0"
+
+
+def test_schema_knows_every_key_and_accepts_the_defaults() -> None:
+    s = schema()
+    jsonschema.Draft7Validator.check_schema(s)
+    assert set(s["properties"]["config"]["properties"]) == CONFIG_KEYS
+    jsonschema.validate(values(), s)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("task.grouping", "partitions"),
+        ("max.task.idle.ms", "forever"),
+        ("timestamp.extractor", "json"),
+        ("late.records", "topic:"),
+        ("watermark.policy", "perfect"),
+        ("max.task.idle", 5),
+        ("ssl", "x"),
+    ],
+)
+def test_schema_rejects_bad_values_and_unknown_keys(key: str, value: object) -> None:
+    bad = values()
+    bad["config"][key] = value
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema())
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("max.task.idle.ms", "max"),
+        ("max.task.idle.ms", -1),
+        ("timestamp.extractor", "json:meta.ts:iso"),
+        ("late.records", "topic:late"),
+        ("sasl.mechanism", "SCRAM-SHA-512"),
+    ],
+)
+def test_schema_accepts_the_documented_forms(key: str, value: object) -> None:
+    good = values()
+    good["config"][key] = value
+    jsonschema.validate(good, schema())
