@@ -86,5 +86,5 @@ $(CHECKOV):
 deploy-tools: $(HELM) $(CHECKOV)
 
 deploy-check: $(STAMP_PY) $(HELM) $(CHECKOV)
-	TIMESYNC_HELM=$(abspath $(HELM)) TIMESYNC_CHECKOV=$(abspath $(CHECKOV)) \
+	HELM_BIN=$(abspath $(HELM)) CHECKOV_BIN=$(abspath $(CHECKOV)) \
 	  $(PY) -m pytest tests/deploy $(PYTEST_ARGS)

@@ -71,9 +71,9 @@ def parse_properties(text: str) -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def helm() -> str:
-    return built_tool("TIMESYNC_HELM", "helm-*/helm")
+    return built_tool("HELM_BIN", "helm-*/helm")
 
 
 @pytest.fixture(scope="session")
 def checkov() -> str:
-    return built_tool("TIMESYNC_CHECKOV", "checkov-*/bin/checkov")
+    return built_tool("CHECKOV_BIN", "checkov-*/bin/checkov")
