@@ -1,0 +1,106 @@
+"""``timesync-sidecar --config FILE [--set key=value ...]`` (also ``python -m sidecar``).
+
+Runs until SIGTERM or SIGINT, then drains what is safe, commits and exits 0. Exit 2 on a config
+error and 1 on a fatal runtime error, each with one clear line on stderr and no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import logging
+import signal
+import sys
+import warnings
+from typing import NoReturn
+
+from sidecar import __version__
+from sidecar.config import ConfigError, SidecarConfig, load_config
+
+EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_CONFIG, f"timesync-sidecar: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="timesync-sidecar", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", "-c", metavar="FILE", help="a .properties or YAML file of config keys")
+    parser.add_argument(
+        "--set",
+        "-s",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config key (repeatable; wins)",
+    )
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--version", action="version", version=f"timesync {__version__}")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    warnings.simplefilter("ignore")  # a user sees our one-line errors, never a library's warnings
+    try:
+        config = load_config(args.config, args.set)
+    except ConfigError as e:
+        print(f"timesync-sidecar: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+    logging.basicConfig(
+        level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("aiokafka").setLevel(max(logging.WARNING, logging.getLogger().level))
+    import uvloop
+
+    from sidecar.service.runner import FatalError
+
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(serve(config))
+    except FatalError as e:
+        print(f"timesync-sidecar: {e}", file=sys.stderr)
+        return EXIT_FATAL
+    except KeyboardInterrupt:
+        return EXIT_OK
+    return EXIT_OK
+
+
+async def serve(config: SidecarConfig) -> None:
+    """The pipeline and its HTTP server, stopped by SIGTERM/SIGINT."""
+    from sidecar.service.http import start_http
+    from sidecar.service.runner import FatalError, Pipeline
+
+    pipeline = Pipeline(config)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, pipeline.request_stop)
+    http = None
+    if config.http_port:
+        try:
+            http = await start_http(pipeline, config.http_host, config.http_port)
+        except OSError as e:
+            raise FatalError(
+                f"cannot serve HTTP on {config.http_host}:{config.http_port}: {e.strerror}"
+            ) from None
+    log = logging.getLogger("timesync")
+    log.info(
+        "merging %s into %s (task.grouping=%s, max.task.idle.ms=%s, %s)%s",
+        config.input_topics,
+        config.output_topic,
+        config.task_grouping,
+        "max" if config.max_task_idle_ms >= 2**63 - 1 else config.max_task_idle_ms,
+        config.processing_guarantee,
+        f", HTTP on {config.http_host}:{config.http_port}" if http else "",
+    )
+    # Long-lived objects made at start need never be scanned by the cyclic GC again.
+    gc.freeze()
+    try:
+        await pipeline.run()
+    finally:
+        if http is not None:
+            await http.cleanup()
+    log.info("stopped cleanly")

@@ -1,0 +1,331 @@
+"""The sidecar's configuration: Kafka-style dotted keys from a file, ``TIMESYNC_*`` env and ``--set``.
+
+Sources, later wins: a ``.properties`` or YAML file, environment variables (``TIMESYNC_`` + the
+key in upper snake case: ``max.task.idle.ms`` → ``TIMESYNC_MAX_TASK_IDLE_MS``), then
+``--set key=value`` on the command line. The model is a pydantic-settings ``BaseSettings``
+whose sources are exactly those three.
+
+Every mistake a user can make here becomes :class:`ConfigError` with one line naming the key,
+the value, where it came from and what is allowed; the CLI prints that line and exits 2. An
+unknown key is an error too (with the closest known key as a hint): a typo must not silently
+fall back to a default. Secrets (``ssl.password``, ``sasl.password``) are ``SecretStr`` and
+never appear in messages, logs or ``/status``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import yaml
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from sidecar.core import TaskConfig, parse_extractor
+from sidecar.core.readiness import IDLE_FOREVER
+
+ENV_PREFIX = "TIMESYNC_"
+
+
+class ConfigError(ValueError):
+    """A configuration problem, as one line for the user."""
+
+
+def key_of(field: str) -> str:
+    return field.replace("_", ".")
+
+
+class SidecarConfig(BaseSettings):
+    """Every config key of the sidecar; field ``max_task_idle_ms`` is key ``max.task.idle.ms``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, case_sensitive=False
+    )
+
+    bootstrap_servers: str
+    input_topics: str
+    output_topic: str
+    group_id: str = ""
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    task_grouping: Literal["single", "partition"] = "single"
+    max_task_idle_ms: int = 0
+    buffered_records_per_partition: int = Field(1000, ge=1)
+    timestamp_extractor: str = "record"
+    timestamp_invalid: Literal["fail", "skip", "partition-time"] = "fail"
+    late_records: str = "forward"
+    processing_guarantee: Literal["at_least_once", "exactly_once_v2"] = "at_least_once"
+    compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "lz4"
+    linger_ms: int = Field(5, ge=0)
+    errors_tolerance: Literal["none", "all"] = "none"
+    errors_deadletterqueue_topic_name: str = ""
+    errors_deadletterqueue_max_ratio: float = Field(0.5, gt=0, le=1)
+    watermark_policy: Literal["auto", "log-append-time", "bounded-delay", "min-window"] = "auto"
+    watermark_max_delay_ms: int = Field(5000, ge=0)
+    watermark_window_ms: int = Field(60000, ge=1)
+    watermark_idle_epsilon_ms: int = Field(2000, ge=0)
+    watermark_heartbeat_ms: int = Field(1000, ge=0)
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(8080, ge=0, le=65535)
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    ssl_cafile: str = ""
+    ssl_certfile: str = ""
+    ssl_keyfile: str = ""
+    ssl_password: SecretStr = SecretStr("")
+    ssl_check_hostname: bool = True
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    sasl_username: str = ""
+    sasl_password: SecretStr = SecretStr("")
+
+    #: Set by load_config() for the duration of one load: the file and --set layers.
+    _layers: ClassVar[tuple[dict[str, Any], dict[str, Any]]] = ({}, {})
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        file_layer, set_layer = cls._layers
+        return (_Layer(settings_cls, set_layer), env_settings, _Layer(settings_cls, file_layer))
+
+    @field_validator("max_task_idle_ms", mode="before")
+    @classmethod
+    def _idle(cls, value: Any) -> int:
+        text = str(value).strip().lower()
+        if text in {"max", "long.max_value"}:
+            return IDLE_FOREVER
+        try:
+            idle = int(text)
+        except ValueError:
+            raise ValueError("expected -1, 0, a number of milliseconds, or max") from None
+        if idle < -1:
+            raise ValueError("expected -1, 0, a number of milliseconds, or max")
+        return min(idle, IDLE_FOREVER)
+
+    @field_validator("timestamp_extractor")
+    @classmethod
+    def _extractor(cls, value: str) -> str:
+        parse_extractor(value)  # raises ValueError with what is allowed
+        return value
+
+    @field_validator("late_records")
+    @classmethod
+    def _late(cls, value: str) -> str:
+        if value in {"forward", "drop"} or (value.startswith("topic:") and len(value) > len("topic:")):
+            return value
+        raise ValueError("expected forward, drop or topic:<name>")
+
+    @field_validator("input_topics")
+    @classmethod
+    def _inputs(cls, value: str) -> str:
+        topics = [t.strip() for t in value.split(",")]
+        if not all(topics):
+            raise ValueError("expected a comma-separated list of topic names, with no empty entries")
+        if len(set(topics)) != len(topics):
+            raise ValueError("a topic is listed twice")
+        return ",".join(topics)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> SidecarConfig:
+        if self.output_topic in self.topics:
+            raise ValueError(f"output.topic {self.output_topic!r} is also an input topic")
+        if self.errors_tolerance == "all" and not self.errors_deadletterqueue_topic_name:
+            raise ValueError(
+                "errors.tolerance=all needs errors.deadletterqueue.topic.name: failing records must go "
+                "somewhere"
+            )
+        if self.security_protocol.startswith("SASL") and not self.sasl_username:
+            raise ValueError(
+                f"security.protocol={self.security_protocol} needs sasl.username and sasl.password"
+            )
+        return self
+
+    # -- derived views ----------------------------------------------------------------------------
+
+    @property
+    def topics(self) -> list[str]:
+        return self.input_topics.split(",")
+
+    @property
+    def effective_group_id(self) -> str:
+        return self.group_id or f"timesync-{self.output_topic}"
+
+    @property
+    def late_topic(self) -> str | None:
+        return self.late_records.removeprefix("topic:") if self.late_records.startswith("topic:") else None
+
+    def task_config(self) -> TaskConfig:
+        """The merge core's view of this config."""
+        return TaskConfig(
+            max_task_idle_ms=self.max_task_idle_ms,
+            buffered_records_per_partition=self.buffered_records_per_partition,
+            extractor=parse_extractor(self.timestamp_extractor),
+            timestamp_invalid=self.timestamp_invalid,
+            errors_tolerance=self.errors_tolerance,
+            dlq_max_ratio=self.errors_deadletterqueue_max_ratio,
+            late_records="topic" if self.late_topic else self.late_records,  # type: ignore[arg-type]
+            watermark_policy=self.watermark_policy,
+            watermark_max_delay_ms=self.watermark_max_delay_ms,
+            watermark_window_ms=self.watermark_window_ms,
+            watermark_idle_epsilon_ms=self.watermark_idle_epsilon_ms,
+            watermark_heartbeat_ms=self.watermark_heartbeat_ms,
+        )
+
+    def redacted(self) -> dict[str, Any]:
+        """Every key and value as a user would write them, secrets masked (for logs and /status)."""
+        out: dict[str, Any] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                value = "********" if value.get_secret_value() else ""
+            out[key_of(name)] = value
+        return out
+
+
+class _Layer(PydanticBaseSettingsSource):
+    """A dict of already-translated field values (from the file or from --set)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], values: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self.values = values
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self.values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+FIELDS = tuple(SidecarConfig.model_fields)
+KEYS = {key_of(f): f for f in FIELDS}
+ENV_NAMES = {ENV_PREFIX + f.upper(): f for f in FIELDS}
+
+
+def _field_for(key: str, source: str) -> str:
+    field = KEYS.get(key.strip())
+    if field is None:
+        hint = difflib.get_close_matches(key, KEYS, n=1)
+        suffix = f"; did you mean {hint[0]}?" if hint else ""
+        raise ConfigError(f"config error: unknown key {key!r} (from {source}){suffix}")
+    return field
+
+
+def read_file(path: Path) -> dict[str, str]:
+    """Key → raw value from a ``.properties`` file or a YAML mapping (nested maps join with dots)."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ConfigError(f"config error: cannot read config file {str(path)!r}: {e.strerror}") from None
+    if path.suffix in {".yaml", ".yml"}:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise ConfigError(f"config error: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"config error: {path} must hold a mapping of keys to values")
+        return _flatten(data)
+    out = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep <= 0:
+            raise ConfigError(f"config error: {path}:{number}: expected key=value, got {line!r}")
+        out[line[:sep].strip()] = line[sep + 1 :].strip()
+    return out
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, dotted + "."))
+        elif isinstance(value, list):
+            out[dotted] = ",".join(str(v) for v in value)
+        elif isinstance(value, bool):
+            out[dotted] = "true" if value else "false"
+        else:
+            out[dotted] = "" if value is None else str(value)
+    return out
+
+
+def load_config(
+    path: str | Path | None = None,
+    sets: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> SidecarConfig:
+    """Build the config from a file, ``TIMESYNC_*`` env and ``--set k=v`` (later wins)."""
+    environ = os.environ if environ is None else environ
+    origin: dict[str, str] = {}
+    file_layer: dict[str, Any] = {}
+    if path is not None:
+        for key, value in read_file(Path(path)).items():
+            field = _field_for(key, str(path))
+            file_layer[field] = value
+            origin[field] = str(path)
+    for name in environ:
+        if name.upper().startswith(ENV_PREFIX):
+            env_field = ENV_NAMES.get(name.upper())
+            if env_field is None:
+                raise ConfigError(f"config error: unknown environment variable {name} (no such key)")
+            origin[env_field] = f"env {name}"
+    set_layer: dict[str, Any] = {}
+    for item in sets:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"config error: --set expects key=value, got {item!r}")
+        field = _field_for(key, "--set")
+        set_layer[field] = value.strip()
+        origin[field] = "--set"
+    env_only = {k: v for k, v in environ.items() if k.upper().startswith(ENV_PREFIX)}
+    SidecarConfig._layers = (file_layer, set_layer)
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.upper().startswith(ENV_PREFIX)}
+    os.environ.update(env_only)
+    try:
+        return SidecarConfig()  # type: ignore[call-arg]  # required keys come from the sources
+    except ValidationError as e:
+        raise ConfigError(_one_line(e, origin, file_layer, set_layer, env_only)) from None
+    finally:
+        SidecarConfig._layers = ({}, {})
+        for k in env_only:
+            os.environ.pop(k, None)
+        os.environ.update(saved)
+
+
+def _one_line(
+    error: ValidationError,
+    origin: Mapping[str, str],
+    file_layer: Mapping[str, Any],
+    set_layer: Mapping[str, Any],
+    env: Mapping[str, str],
+) -> str:
+    first = error.errors()[0]
+    loc = first.get("loc") or ()
+    message = first["msg"].removeprefix("Value error, ")
+    if not loc:  # a rule spanning several keys
+        return f"config error: {message}"
+    field = str(loc[0])
+    key = key_of(field)
+    if first["type"] == "missing":
+        variable = f"{ENV_PREFIX}{field.upper()}"
+        return f"config error: {key} is required (set it in the file, as {variable}, or --set {key}=...)"
+    source = origin.get(field, "default")
+    if field in set_layer and source == "--set":
+        raw = set_layer[field]
+    elif source.startswith("env "):
+        raw = env.get(source[4:], "")
+    else:
+        raw = file_layer.get(field, first.get("input"))
+    shown = "********" if field.endswith("password") else repr(raw)
+    return f"config error: {key} = {shown} (from {source}): {message}"

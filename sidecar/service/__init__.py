@@ -1,0 +1,1 @@
+"""Wiring: the pipeline runner, HTTP (health, metrics, status) and the health state."""
