@@ -1,6 +1,6 @@
 """``python -m bench``: the benchmark harness, and the demo.
 
-    python -m bench core [--records N] [--quick] [--out DIR]
+python -m bench core [--records N] [--quick] [--out DIR]
 """
 
 from __future__ import annotations

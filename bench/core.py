@@ -51,7 +51,9 @@ def build(shape: str, partitions: int, records: int, seed: int = 1) -> list[list
         if shape == "interleaved":
             stamps = [1_700_000_000_000 + i * partitions + rng.randrange(partitions) for i in range(per)]
         else:  # bursty: partition p owns a burst of 200 consecutive milliseconds in turn
-            stamps = [1_700_000_000_000 + (i // 200) * 200 * partitions + p * 200 + i % 200 for i in range(per)]
+            stamps = [
+                1_700_000_000_000 + (i // 200) * 200 * partitions + p * 200 + i % 200 for i in range(per)
+            ]
         stamps.sort()
         out.append([Record(topic, p // 4, o, ts, value=b"x" * 100) for o, ts in enumerate(stamps)])
     return out
@@ -64,9 +66,7 @@ def drive(parts: list[list[Record]], idle: int, stamp: bool) -> int:
     stamper = Stamper()
     out = 0
     total = len(parts[0])
-    now = 0
-    for start in range(0, total, FETCH):
-        now += 1
+    for now, start in enumerate(range(0, total, FETCH), 1):
         end = min(start + FETCH, total)
         for tp, recs in zip(tps, parts, strict=True):
             task.observe_fetch(tp, total, end, now)
@@ -139,7 +139,8 @@ def report(results: list[CoreResult]) -> str:
         f"MergeTask throughput — {platform.python_implementation()} {platform.python_version()}, "
         f"{platform.machine()}, fetch chunks of {FETCH} records per partition",
         "",
-        "| input | partitions | idle | + stamping | records | records/s | blocks alive/record | peak bytes/record |",
+        "| input | partitions | idle | + stamping | records | records/s | blocks alive/record "
+        "| peak bytes/record |",
         "|---|---:|---:|:-:|---:|---:|---:|---:|",
     ]
     for r in results:

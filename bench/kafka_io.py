@@ -12,7 +12,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import ConsumerRecord
 
 from bench.workloads import Event
-from sidecar.kafka.admin import TopicSpec, ensure_topics, partition_counts
+from sidecar.kafka.admin import TopicSpec, ensure_topics, wait_for_partitions
 
 Progress = Callable[[int], None]
 
@@ -33,15 +33,9 @@ async def topic_partition_counts(
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **_admin_options(client))
     await admin.start()
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            counts = await partition_counts(admin, topics)
-            missing = [t for t in topics if not counts.get(t)]
-            if not missing:
-                return counts
-            if time.monotonic() > deadline:
-                raise LookupError(f"topics not found on {bootstrap}: {', '.join(missing)}")
-            await asyncio.sleep(0.1)
+        return await wait_for_partitions(admin, topics, timeout_s)
+    except LookupError as e:
+        raise LookupError(f"{e} (on {bootstrap})") from None
     finally:
         await admin.close()
 

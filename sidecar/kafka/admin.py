@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import asyncio
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,3 +54,21 @@ async def partition_counts(admin: AIOKafkaAdminClient, topics: Iterable[str]) ->
     """Partition count per existing topic; a missing topic is absent from the result."""
     described: list[dict[str, Any]] = await admin.describe_topics(list(topics))
     return {t["topic"]: len(t["partitions"]) for t in described if t["error_code"] == 0}
+
+
+async def wait_for_partitions(
+    admin: AIOKafkaAdminClient, topics: Sequence[str], timeout_s: float = 10.0
+) -> dict[str, int]:
+    """Partition counts of topics that must exist, waiting out metadata propagation after a create.
+
+    Raises ``LookupError`` naming the topics still unknown after ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        counts = await partition_counts(admin, topics)
+        missing = [t for t in topics if not counts.get(t)]
+        if not missing:
+            return counts
+        if time.monotonic() > deadline:
+            raise LookupError(f"topics not found: {', '.join(missing)}")
+        await asyncio.sleep(0.1)

@@ -22,7 +22,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +38,7 @@ from sidecar.core.deadletters import DeadLetterRatioExceeded
 from sidecar.core.stamping import Stamper, dead_letter, heartbeat
 from sidecar.core.task import Idle, NeedFetch, WaitUntil
 from sidecar.core.timestamps import InvalidTimestampError
-from sidecar.kafka.admin import TopicSpec, ensure_topics, partition_counts
+from sidecar.kafka.admin import TopicSpec, ensure_topics, partition_counts, wait_for_partitions
 from sidecar.kafka.assignor import TaskAssignor
 from sidecar.kafka.clients import client_options
 from sidecar.kafka.writer import BATCH_BYTES, MAX_MESSAGE_BYTES, OutputWriter
@@ -190,8 +190,8 @@ class Pipeline:
             created = await ensure_topics(admin, specs)
             if created:
                 log.info("created topics %s", ", ".join(created))
-            existing = await partition_counts(admin, [cfg.output_topic, *side])
-            have = existing.get(cfg.output_topic, 0)
+            existing = await wait_for_partitions(admin, [cfg.output_topic, *side])
+            have = existing[cfg.output_topic]
             if have < needed:
                 raise FatalError(
                     f"output topic {cfg.output_topic} has {have} partition(s) but task.grouping="
@@ -476,13 +476,22 @@ class Pipeline:
                         await self._commit_transaction()
             except (InvalidTimestampError, DeadLetterRatioExceeded, KafkaError) as e:
                 self._fail(str(e))
-        if self._producer is not None and not self._eos:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._producer.flush(), timeout=DRAIN_TIMEOUT_S)
         if not self._eos:
+            await self._await_acks(self.tasks.values())
             for run in self.tasks.values():
                 self._to_commit.update(run.task.committable())
             await self._commit_acked()
+
+    async def _await_acks(self, runs: Iterable[TaskRun]) -> None:
+        """Until every batch written for these tasks is acked (or failed), bounded in time."""
+        runs = list(runs)
+        if self._producer is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._producer.flush(), timeout=DRAIN_TIMEOUT_S)
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        # Ack callbacks run on the loop after the futures resolve; let them all land.
+        while any(run.pending for run in runs) and self._fatal is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
 
     async def _revoke(self, revoked: set[KafkaTopicPartition]) -> None:
         """Hand tasks back: wait for their outputs, commit what was acked, forget them."""
@@ -492,9 +501,8 @@ class Pipeline:
                 return
             if self._eos and self._txn_open:
                 await self._commit_transaction()
-            elif self._producer is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self._producer.flush(), timeout=DRAIN_TIMEOUT_S)
+            else:
+                await self._await_acks(gone)
                 for run in gone:
                     self._to_commit.update(run.task.committable())
                 await self._commit_acked()

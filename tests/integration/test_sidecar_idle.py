@@ -1,0 +1,75 @@
+"""KIP-695 end to end: wait for data already on the broker, idle N only for quiet partitions."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import pytest
+
+from bench import kafka_io, ordered
+from bench.workloads import Event
+from sidecar.kafka.admin import TopicSpec
+
+from .conftest import StartSidecar
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+
+async def test_idle_zero_waits_for_a_backlog_on_the_broker_without_enforcing(
+    bootstrap: str, topic_name: Callable[[str], str], sidecar: StartSidecar
+) -> None:
+    live, backlog, out = topic_name("live"), topic_name("backlog"), topic_name("out")
+    await kafka_io.create_topics(bootstrap, [TopicSpec(live), TopicSpec(backlog)])
+    # 30,000 old records sit on the broker: fetched 1 MiB (~6,000 records) at a time, the backlog
+    # partition runs dry between fetches again and again while its lag is still positive.
+    value = b"x" * 150
+    old = [Event(backlog, 0, 1_000_000 + i, b"b", value, 0) for i in range(30_000)]
+    new = [Event(live, 0, 1_000_000 + 10 * i + 5, b"l", value, 0) for i in range(3_000)]
+    await kafka_io.produce(bootstrap, old + new)
+
+    await sidecar([live, backlog], out, max_task_idle_ms=0, watermark_heartbeat_ms=0)
+    got = ordered.data(
+        await kafka_io.read_topics(bootstrap, [out], expected=len(old) + len(new), timeout_s=90)
+    )
+
+    assert len(got) == len(old) + len(new)
+    stamps = [o.timestamp for o in got]
+    assert stamps == sorted(stamps), "a partition with lag > 0 holds the merge: order is perfect"
+    # The backlog ran dry after every fetch with its lag still positive: never enforced. Only once
+    # the live partition has nothing more (lag 0, idle 0) may the backlog's last records count as
+    # enforced.
+    last_live = max(i for i, o in enumerate(got) if o.source_topic == live)
+    assert not any(o.enforced for o in got[: last_live + 1])
+
+
+@pytest.mark.parametrize(("idle", "waits"), [(3_000, True), (-1, False)])
+async def test_a_truly_quiet_partition_is_waited_for_idle_ms_then_output_flows_enforced(
+    bootstrap: str, topic_name: Callable[[str], str], sidecar: StartSidecar, idle: int, waits: bool
+) -> None:
+    busy, quiet, out = topic_name("busy"), topic_name("quiet"), topic_name("out")
+    await kafka_io.create_topics(bootstrap, [TopicSpec(busy), TopicSpec(quiet)])
+    await kafka_io.produce(bootstrap, [Event(busy, 0, 5_000_000 + i, b"k", b"v", 0) for i in range(100)])
+
+    process = await sidecar([busy, quiet], out, max_task_idle_ms=idle, watermark_heartbeat_ms=0)
+    started = time.monotonic()
+    if waits:
+        await asyncio.sleep(1.0)
+        status = await process.status()
+        (blocker,) = status["tasks"]["0"]["blocked_by"]
+        assert blocker["topic"] == quiet
+        assert blocker["reason"].startswith("idling until")
+        assert status["tasks"]["0"]["records_out"] == 0
+    got = ordered.data(await kafka_io.read_topics(bootstrap, [out], expected=100, timeout_s=30))
+    waited = time.monotonic() - started
+
+    assert len(got) == 100
+    if waits:
+        assert waited >= 2.0, f"output came after {waited:.1f} s, expected about {idle / 1000} s"
+        assert all(o.enforced for o in got), "emitted while the quiet partition was empty: enforced"
+    else:
+        assert not any(o.enforced for o in got), "idle -1 never marks enforced"
+        assert waited < 2.0, f"idle -1 must not wait for the quiet partition, yet took {waited:.1f} s"
+        status = await process.status()
+        assert status["tasks"]["0"]["records_out"] == 100
