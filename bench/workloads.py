@@ -93,3 +93,14 @@ def out_of_order(timestamps: list[int]) -> tuple[int, int]:
         else:
             high = ts
     return late, worst
+
+
+def with_offsets(events: list[Event]) -> list[tuple[Event, int]]:
+    """Each event with the offset it gets when written in list order to a fresh topic."""
+    seen: dict[tuple[str, int], int] = {}
+    out = []
+    for e in events:
+        offset = seen.get((e.topic, e.partition), 0)
+        seen[(e.topic, e.partition)] = offset + 1
+        out.append((e, offset))
+    return out

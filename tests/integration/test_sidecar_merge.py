@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from bench import kafka_io, ordered
-from bench.workloads import Event
+from bench.workloads import Event, with_offsets
 from sidecar.kafka.admin import TopicSpec
 
 from .conftest import StartSidecar
@@ -56,7 +56,7 @@ async def test_pre_produced_inputs_come_out_once_in_exact_merge_order_with_heade
     got = ordered.data(await kafka_io.read_topics(bootstrap, [out], expected=len(events), timeout_s=60))
 
     assert [o.source for o in got] == expected_merge(events, [fast, sparse])
-    by_source = {(e.topic, e.partition, i): e for (e, i) in _with_offsets(events)}
+    by_source = {(e.topic, e.partition, i): e for (e, i) in with_offsets(events)}
     high = -1
     for o in got:
         e = by_source[o.source]  # type: ignore[index]
@@ -66,16 +66,6 @@ async def test_pre_produced_inputs_come_out_once_in_exact_merge_order_with_heade
         assert o.watermark is not None
         assert o.watermark <= o.timestamp or o.watermark == -1
     assert not any(o.late for o in got)
-
-
-def _with_offsets(events: list[Event]) -> list[tuple[Event, int]]:
-    offsets: dict[tuple[str, int], int] = {}
-    out = []
-    for e in events:
-        offset = offsets.get((e.topic, e.partition), 0)
-        offsets[(e.topic, e.partition)] = offset + 1
-        out.append((e, offset))
-    return out
 
 
 async def test_live_producers_with_idle_max_give_sorted_output_and_nothing_enforced(
