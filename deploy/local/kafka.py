@@ -645,7 +645,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"where start records the broker for stop/status (default {STATE_FILE})",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    start = sub.add_parser("start", help="start the broker and print its bootstrap address")
+    start = sub.add_parser(
+        "start", help="start the broker; print its bootstrap address, then NAME ADDRESS per secure listener"
+    )
     start.add_argument("--port", type=int, help="client port on 127.0.0.1 (default: a free one)")
     start.add_argument(
         "--data-dir", help="keep data here across stop/start (default: a temp dir removed on stop)"
@@ -673,7 +675,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start.add_argument("--ssl-keyfile", help="PEM PKCS#8 private key of the broker")
     start.add_argument("--ssl-key-password", help="password of --ssl-keyfile, if it is encrypted")
     sub.add_parser("stop", help="stop the broker started by 'start' and wait for it to exit")
-    sub.add_parser("status", help="print the bootstrap address if the broker is up (exit 1 if not)")
+    sub.add_parser("status", help="print the addresses as start does if the broker is up (exit 1 if not)")
     args = parser.parse_args(argv)
 
     try:
