@@ -7,6 +7,10 @@ The broker is chosen in this order:
 3. otherwise the local Kafka from ``deploy/local/kafka.py`` (real Apache Kafka from Maven jars).
 
 Unit tests never ask for ``bootstrap``, so they run without any broker.
+
+``secure_broker`` is a second, local broker with SASL/SCRAM and TLS listeners (see
+``tests/secure_broker.py``); it is started only if a test asks for it, always from the local
+launcher (an external cluster would not know the test's users and certificates).
 """
 
 from __future__ import annotations
@@ -15,10 +19,14 @@ import os
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from bench.local_broker import load_launcher
+
+if TYPE_CHECKING:
+    from tests.secure_broker import SecureBroker
 
 
 def _docker_engine_answers() -> bool:
@@ -52,6 +60,18 @@ def bootstrap() -> Iterator[str]:
         yield broker.bootstrap
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def secure_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    """A local broker with SASL_PLAINTEXT (SCRAM-SHA-512/256), SSL and MTLS listeners."""
+    from tests.secure_broker import start_secure_broker  # cryptography only when needed
+
+    secure = start_secure_broker(tmp_path_factory.mktemp("tls"))
+    try:
+        yield secure
+    finally:
+        secure.broker.stop()
 
 
 @pytest.fixture

@@ -9,13 +9,25 @@ without a Docker engine. This launcher starts one from the jars that
 Standard library only, so it runs before any virtualenv exists.
 
     python deploy/local/kafka.py start [--port N] [--data-dir DIR] [--override k=v ...]
+                                       [--scram-user NAME=PASSWORD ...]
+                                       [--ssl-cafile CA --ssl-certfile CERT --ssl-keyfile KEY]
     python deploy/local/kafka.py status
     python deploy/local/kafka.py stop
 
 ``start`` prints the bootstrap address (``127.0.0.1:PORT``) once the broker answers a metadata
 request. Without ``--data-dir`` the data lives in a temporary folder that ``stop`` removes; with
-it, the data and the port survive a stop, so a restart brings back the same broker (the
+it, the data and the ports survive a stop, so a restart brings back the same broker (the
 reliability tests restart a broker under a running sidecar this way).
+
+Secure listeners are opt-in, each on its own free 127.0.0.1 port, next to the PLAINTEXT one
+(which stays, as do the PLAINTEXT inter-broker and controller listeners):
+
+- ``--scram-user`` (repeatable) adds a ``SASL_PLAINTEXT`` listener with SCRAM-SHA-512 and
+  SCRAM-SHA-256; the users are written into the metadata log when storage is first formatted.
+- ``--ssl-*`` adds an ``SSL`` listener (client certificates optional, verified when sent) and an
+  ``MTLS`` listener (also protocol SSL, client certificate required), from PEM files.
+
+``start`` then prints one more line per listener, ``NAME 127.0.0.1:PORT``, after the bootstrap.
 
 Importable: ``start_broker(...)`` returns a :class:`Broker` whose ``stop()`` ends it.
 """
@@ -46,6 +58,9 @@ JARS = REPO / ".cache" / "jars" / "broker"
 RUN_DIR = REPO / ".cache" / "kafka"
 STATE_FILE = RUN_DIR / "broker.json"
 PORT_FILE_NAME = "timesync-ports.json"  # inside a kept data dir: a restart reuses the ports
+SCRAM_FILE_NAME = "timesync-scram-users.json"  # inside a data dir: the users formatted into it
+SCRAM_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
+SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 HEAP = os.environ.get("KAFKA_HEAP_OPTS", "-Xms256m -Xmx768m")
@@ -77,6 +92,24 @@ class LauncherError(RuntimeError):
     """A problem the user can fix; the CLI prints it as one line and exits 1."""
 
 
+@dataclasses.dataclass(frozen=True)
+class SslFiles:
+    """PEM files for the broker's ``SSL`` and ``MTLS`` listeners.
+
+    ``keyfile`` must be PKCS#8 ("BEGIN PRIVATE KEY", or "BEGIN ENCRYPTED PRIVATE KEY" with
+    ``key_password``): Kafka reads no other key format. Java 17 cannot decrypt PBES2-encrypted
+    keys (the default of ``openssl pkcs8 -topk8``); leave the key unencrypted, or encrypt it with
+    ``openssl pkcs8 -topk8 -v1 PBE-SHA1-3DES``. ``certfile`` is the chain, leaf first; its subject
+    alternative names must include ``IP:127.0.0.1`` for clients that check the host name.
+    ``cafile`` holds the certificates trusted to sign client certificates.
+    """
+
+    cafile: str | Path
+    certfile: str | Path
+    keyfile: str | Path
+    key_password: str | None = None
+
+
 @dataclasses.dataclass
 class Broker:
     """A running local broker. ``stop()`` ends it and, if its data was temporary, removes it."""
@@ -87,10 +120,42 @@ class Broker:
     data_dir: str
     temporary: bool
     log_file: str
+    sasl_port: int | None = None
+    ssl_port: int | None = None
+    mtls_port: int | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        """The SASL_PLAINTEXT (SCRAM-SHA-512/256) listener; only with ``scram_users``."""
+        return self._address("SASL_PLAINTEXT", self.sasl_port, "scram_users (CLI: --scram-user)")
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        """The SSL listener: client certificates optional, verified when sent; only with ``ssl``."""
+        return self._address("SSL", self.ssl_port, "ssl=SslFiles(...) (CLI: --ssl-*)")
+
+    @property
+    def mtls_bootstrap(self) -> str:
+        """The MTLS listener (protocol SSL): a client certificate is required; only with ``ssl``."""
+        return self._address("MTLS", self.mtls_port, "ssl=SslFiles(...) (CLI: --ssl-*)")
+
+    def listeners(self) -> dict[str, str]:
+        """Every client listener, name → ``127.0.0.1:PORT``, PLAINTEXT first."""
+        named = {"SASL_PLAINTEXT": self.sasl_port, "SSL": self.ssl_port, "MTLS": self.mtls_port}
+        return {"PLAINTEXT": self.bootstrap} | {
+            name: f"127.0.0.1:{port}" for name, port in named.items() if port is not None
+        }
+
+    def _address(self, listener: str, port: int | None, how: str) -> str:
+        if port is None:
+            raise LauncherError(
+                f"the broker on {self.bootstrap} has no {listener} listener: start it with {how}"
+            )
+        return f"127.0.0.1:{port}"
 
     def alive(self) -> bool:
         return _pid_alive(self.pid)
@@ -192,16 +257,29 @@ def _cluster_id() -> str:
             return cluster_id
 
 
-def _server_properties(port: int, controller_port: int, data_dir: Path, overrides: Mapping[str, str]) -> str:
+def _server_properties(
+    port: int,
+    controller_port: int,
+    data_dir: Path,
+    overrides: Mapping[str, str],
+    listeners: Sequence[tuple[str, str, int]] = (),
+    security: Mapping[str, str] | None = None,
+) -> str:
+    """``listeners`` are extra client listeners (name, security protocol, port) next to PLAINTEXT;
+    ``security`` their settings. ``overrides`` win over everything."""
+    client = [("PLAINTEXT", "PLAINTEXT", port), *listeners]
+    advertised = ",".join(f"{name}://127.0.0.1:{p}" for name, _, p in client)
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "listeners": f"{advertised},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": advertised,
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": ",".join(
+            [*(f"{name}:{protocol}" for name, protocol, _ in client), "CONTROLLER:PLAINTEXT"]
+        ),
         "log.dirs": str(data_dir / "log"),
         "num.partitions": "1",
         "auto.create.topics.enable": "false",
@@ -218,8 +296,108 @@ def _server_properties(port: int, controller_port: int, data_dir: Path, override
         # Tests and benchmarks replay fixed, old event times as CreateTime; keep them.
         "log.retention.ms": "-1",
     }
+    props.update(security or {})
     props.update(overrides)
     return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def _scram_format_args(users: Mapping[str, str]) -> list[str]:
+    """The storage tool's ``--add-scram`` arguments: each user, for each SCRAM mechanism.
+
+    The tool splits the bracketed list on commas before it looks at quotes, so a name or password
+    cannot contain one; values are always quoted (the tool strips one pair), so '=' and ']' are
+    safe.
+    """
+    args: list[str] = []
+    for name, password in users.items():
+        if not name or "," in name or "," in password:
+            raise LauncherError(
+                f"SCRAM user {name!r}: the name must be non-empty, and neither the name nor the "
+                "password may contain ',' (Kafka's storage tool splits on it)"
+            )
+        for mechanism in SCRAM_MECHANISMS:
+            args += ["--add-scram", f'{mechanism}=[name="{name}",password="{password}"]']
+    return args
+
+
+def _sasl_properties() -> dict[str, str]:
+    """SCRAM on the SASL_PLAINTEXT listener; the credentials live in the KRaft metadata log."""
+    props = {"sasl.enabled.mechanisms": ",".join(SCRAM_MECHANISMS)}
+    for mechanism in SCRAM_MECHANISMS:
+        props[f"listener.name.sasl_plaintext.{mechanism.lower()}.sasl.jaas.config"] = SCRAM_LOGIN
+    return props
+
+
+def _ssl_properties(files: SslFiles, data_dir: Path) -> dict[str, str]:
+    """PEM key and trust stores for the SSL and MTLS listeners.
+
+    Kafka's file-based PEM keystore is one file holding the key and then the chain; it is
+    assembled from ``keyfile`` and ``certfile`` into the data dir at every start.
+    """
+    paths = {}
+    for what in ("cafile", "certfile", "keyfile"):
+        path = Path(getattr(files, what)).resolve()
+        if not path.is_file():
+            raise LauncherError(f"SSL {what} {path} does not exist; give a PEM file")
+        paths[what] = path
+    key = paths["keyfile"].read_text()
+    for legacy in ("RSA PRIVATE KEY", "EC PRIVATE KEY", "DSA PRIVATE KEY"):
+        if f"BEGIN {legacy}" in key:
+            raise LauncherError(
+                f"SSL keyfile {paths['keyfile']} is a '{legacy}' (PKCS#1/SEC1) key, which Kafka "
+                "cannot read; convert it to PKCS#8 with 'openssl pkcs8 -topk8 -nocrypt'"
+            )
+    if "PRIVATE KEY" not in key:
+        raise LauncherError(f"SSL keyfile {paths['keyfile']} holds no PEM private key")
+    keystore = data_dir / "ssl-keystore.pem"
+    keystore.touch(mode=0o600)
+    keystore.write_text(key.rstrip("\n") + "\n" + paths["certfile"].read_text())
+    props = {
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(keystore),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(paths["cafile"]),
+        "listener.name.ssl.ssl.client.auth": "requested",
+        "listener.name.mtls.ssl.client.auth": "required",
+    }
+    if files.key_password is not None:
+        props["ssl.key.password"] = files.key_password
+    return props
+
+
+def _assign_ports(wanted: Mapping[str, int | None], kept: Mapping[str, int]) -> dict[str, int]:
+    """A distinct port per name: the one asked for, else the one a kept data dir recorded, else a
+    free one. Ports are checked free by the caller."""
+    ports: dict[str, int] = {}
+    for name, asked in wanted.items():
+        port = asked or kept.get(name) or free_port()
+        while port in ports.values():
+            port = free_port()
+        ports[name] = port
+    return ports
+
+
+def _check_scram_users_formatted(data_dir: Path, users: Mapping[str, str]) -> None:
+    """SCRAM users are added only when storage is formatted: refuse users a kept dir lacks."""
+    try:
+        formatted = set(json.loads((data_dir / SCRAM_FILE_NAME).read_text()))
+    except (OSError, ValueError):
+        formatted = set()
+    missing = sorted(set(users) - formatted)
+    if missing:
+        raise LauncherError(
+            f"data dir {data_dir} was formatted without SCRAM user(s) {', '.join(missing)} "
+            f"(it has: {', '.join(sorted(formatted)) or 'none'}); users are added only when "
+            "storage is first formatted: use a new --data-dir"
+        )
+
+
+def _port_accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 def _metadata_request(correlation_id: int) -> bytes:
@@ -282,34 +460,62 @@ def start_broker(
     timeout_s: float = START_TIMEOUT_S,
     die_with_parent: bool = False,
     controller_port: int | None = None,
+    scram_users: Mapping[str, str] | None = None,
+    ssl: SslFiles | None = None,
 ) -> Broker:
     """Format storage if needed, start the broker, return once it answers a metadata request.
 
     ``die_with_parent`` ties the broker's life to the calling process (tests use it so that an
     interrupted test run leaves no JVM behind).
+
+    ``scram_users`` (name → password) adds a SASL_PLAINTEXT listener with SCRAM-SHA-512 and
+    SCRAM-SHA-256 (``Broker.sasl_bootstrap``). The users are written when storage is formatted,
+    so a kept ``data_dir`` keeps the users (and passwords) of its first start; asking it for a
+    user it was not formatted with is an error. ``ssl`` adds the SSL listener
+    (``Broker.ssl_bootstrap``) and the MTLS listener that requires a client certificate
+    (``Broker.mtls_bootstrap``).
     """
     java = _java()
     temporary = data_dir is None
     data = Path(tempfile.mkdtemp(prefix="timesync-kafka-")) if data_dir is None else Path(data_dir).resolve()
     data.mkdir(parents=True, exist_ok=True)
     try:
+        scram_args = _scram_format_args(scram_users or {})  # checks the users before anything runs
         port_file = data / PORT_FILE_NAME
         kept: dict[str, int] = {}
         if not temporary and port_file.exists():
             kept = json.loads(port_file.read_text())
-        port = port or kept.get("port") or free_port()
-        controller_port = controller_port or kept.get("controller_port") or free_port()
-        while controller_port == port:
-            controller_port = free_port()
-        _check_port_free(port)
-        _check_port_free(controller_port)
+        wanted: dict[str, int | None] = {"port": port, "controller_port": controller_port}
+        if scram_users:
+            wanted["sasl_port"] = None
+        if ssl is not None:
+            wanted |= {"ssl_port": None, "mtls_port": None}
+        ports = _assign_ports(wanted, kept)
+        for p in ports.values():
+            _check_port_free(p)
+        port, controller_port = ports["port"], ports["controller_port"]
         jars = ensure_jars()
-        port_file.write_text(json.dumps({"port": port, "controller_port": controller_port}))
+        port_file.write_text(json.dumps(kept | ports))
+
+        formatted = (data / "log" / "meta.properties").exists()
+        if scram_users and formatted:
+            _check_scram_users_formatted(data, scram_users)
+        listeners: list[tuple[str, str, int]] = []
+        security: dict[str, str] = {}
+        if scram_users:
+            listeners.append(("SASL_PLAINTEXT", "SASL_PLAINTEXT", ports["sasl_port"]))
+            security |= _sasl_properties()
+        if ssl is not None:
+            listeners += [("SSL", "SSL", ports["ssl_port"]), ("MTLS", "SSL", ports["mtls_port"])]
+            security |= _ssl_properties(ssl, data)
 
         log = Path(log_file) if log_file else data / "server.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         config = data / "server.properties"
-        config.write_text(_server_properties(port, controller_port, data, overrides or {}))
+        config.touch(mode=0o600)  # may hold ssl.key.password
+        config.write_text(
+            _server_properties(port, controller_port, data, overrides or {}, listeners, security)
+        )
         log4j = data / "log4j2.yaml"
         log4j.write_text(LOG4J2.format(log=str(log).replace("\\", "/")))
 
@@ -323,17 +529,30 @@ def start_broker(
             "-cp",
             classpath,
         ]
-        if not (data / "log" / "meta.properties").exists():
+        if not formatted:
             fmt = subprocess.run(
-                [*jvm, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(config), "-g"],
+                [
+                    *jvm,
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    _cluster_id(),
+                    "-c",
+                    str(config),
+                    "-g",
+                    *scram_args,
+                ],
                 capture_output=True,
                 text=True,
             )
             if fmt.returncode != 0:
-                raise LauncherError(
-                    f"formatting KRaft storage failed (exit {fmt.returncode}): "
-                    f"{(fmt.stdout + fmt.stderr).strip()[-2000:]}"
-                )
+                # The tool echoes no passwords, but keep them out of the message regardless.
+                output = (fmt.stdout + fmt.stderr).strip()[-2000:]
+                for password in (scram_users or {}).values():
+                    if password:
+                        output = output.replace(password, "***")
+                raise LauncherError(f"formatting KRaft storage failed (exit {fmt.returncode}): {output}")
+            (data / SCRAM_FILE_NAME).write_text(json.dumps(sorted(scram_users or {})))
 
         with open(log, "ab") as out:
             proc = subprocess.Popen(
@@ -344,9 +563,22 @@ def start_broker(
                 start_new_session=True,
                 preexec_fn=_die_with_parent if die_with_parent else None,
             )
-        broker = Broker(proc.pid, port, controller_port, str(data), temporary, str(log))
+        broker = Broker(
+            proc.pid,
+            port,
+            controller_port,
+            str(data),
+            temporary,
+            str(log),
+            sasl_port=ports.get("sasl_port"),
+            ssl_port=ports.get("ssl_port"),
+            mtls_port=ports.get("mtls_port"),
+        )
         deadline = time.monotonic() + timeout_s
-        while not broker_answers(port):
+        # The PLAINTEXT listener answering means the broker has registered and serves; the other
+        # listeners open with it, but wait until each accepts a connection before saying so.
+        extra_ports = [p for name, p in ports.items() if name not in {"port", "controller_port"}]
+        while not (broker_answers(port) and all(_port_accepts(p) for p in extra_ports)):
             if proc.poll() is not None:
                 raise LauncherError(
                     f"the Kafka broker exited with code {proc.returncode} while starting; "
@@ -373,6 +605,37 @@ def _load_state(state_file: Path) -> Broker | None:
         return None
 
 
+def _scram_users_arg(items: Sequence[str]) -> dict[str, str]:
+    users = {}
+    for item in items:
+        name, sep, password = item.partition("=")
+        if not sep or not name:
+            raise LauncherError("--scram-user expects NAME=PASSWORD, got an item without '=' or name")
+        users[name] = password
+    return users
+
+
+def _ssl_arg(args: argparse.Namespace) -> SslFiles | None:
+    files = {"cafile": args.ssl_cafile, "certfile": args.ssl_certfile, "keyfile": args.ssl_keyfile}
+    given = [k for k, v in files.items() if v]
+    if not given and args.ssl_key_password is None:
+        return None
+    if len(given) < len(files):
+        missing = ", ".join(f"--ssl-{k}" for k in files if k not in given)
+        raise LauncherError(
+            f"SSL listeners need --ssl-cafile, --ssl-certfile and --ssl-keyfile; missing {missing}"
+        )
+    return SslFiles(args.ssl_cafile, args.ssl_certfile, args.ssl_keyfile, args.ssl_key_password)
+
+
+def _print_listeners(broker: Broker) -> None:
+    """The bootstrap alone on the first line (scripts read it), then ``NAME ADDRESS`` per extra listener."""
+    print(broker.bootstrap)
+    for name, address in broker.listeners().items():
+        if name != "PLAINTEXT":
+            print(f"{name} {address}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kafka.py", description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -382,7 +645,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"where start records the broker for stop/status (default {STATE_FILE})",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    start = sub.add_parser("start", help="start the broker and print its bootstrap address")
+    start = sub.add_parser(
+        "start", help="start the broker; print its bootstrap address, then NAME ADDRESS per secure listener"
+    )
     start.add_argument("--port", type=int, help="client port on 127.0.0.1 (default: a free one)")
     start.add_argument(
         "--data-dir", help="keep data here across stop/start (default: a temp dir removed on stop)"
@@ -398,8 +663,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     start.add_argument(
         "--timeout", type=float, default=START_TIMEOUT_S, help="seconds to wait for the broker"
     )
+    start.add_argument(
+        "--scram-user",
+        action="append",
+        default=[],
+        metavar="NAME=PASSWORD",
+        help="add a SASL_PLAINTEXT listener (SCRAM-SHA-512/256) with this user; repeatable",
+    )
+    start.add_argument("--ssl-cafile", help="PEM CA certificate(s) trusted for client certificates")
+    start.add_argument("--ssl-certfile", help="PEM certificate chain of the broker, leaf first")
+    start.add_argument("--ssl-keyfile", help="PEM PKCS#8 private key of the broker")
+    start.add_argument("--ssl-key-password", help="password of --ssl-keyfile, if it is encrypted")
     sub.add_parser("stop", help="stop the broker started by 'start' and wait for it to exit")
-    sub.add_parser("status", help="print the bootstrap address if the broker is up (exit 1 if not)")
+    sub.add_parser("status", help="print the addresses as start does if the broker is up (exit 1 if not)")
     args = parser.parse_args(argv)
 
     try:
@@ -418,10 +694,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 overrides[key.strip()] = value.strip()
             t0 = time.monotonic()
             log_file = args.log_file or RUN_DIR / "broker.log"
-            broker = start_broker(args.port, args.data_dir, log_file, overrides, args.timeout)
+            broker = start_broker(
+                args.port,
+                args.data_dir,
+                log_file,
+                overrides,
+                args.timeout,
+                scram_users=_scram_users_arg(args.scram_user),
+                ssl=_ssl_arg(args),
+            )
             args.state.parent.mkdir(parents=True, exist_ok=True)
             args.state.write_text(json.dumps(dataclasses.asdict(broker)))
-            print(broker.bootstrap)
+            _print_listeners(broker)
             print(
                 f"kafka: up in {time.monotonic() - t0:.1f} s (pid {broker.pid}, log {broker.log_file})",
                 file=sys.stderr,
@@ -439,7 +723,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if broker is None or not broker.alive() or not broker_answers(broker.port):
                 print("kafka: not running", file=sys.stderr)
                 return 1
-            print(broker.bootstrap)
+            _print_listeners(broker)
     except LauncherError as e:
         print(f"kafka: {e}", file=sys.stderr)
         return 1

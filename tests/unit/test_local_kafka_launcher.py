@@ -70,3 +70,70 @@ def test_kafka_cluster_id_has_kafkas_uuid_format_and_never_looks_like_an_option(
         assert len(cluster_id) == 22
         assert set(cluster_id) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
         assert not cluster_id.startswith("-"), "the storage tool would read it as an option"
+
+
+def test_scram_user_without_a_password_separator_is_one_clear_line(tmp_path: Path) -> None:
+    done = run_launcher("--state", str(tmp_path / "s.json"), "start", "--scram-user", "alice")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "kafka: --scram-user expects NAME=PASSWORD, got an item without '=' or name"
+    ]
+
+
+def test_scram_password_with_a_comma_is_refused_before_the_broker_starts(tmp_path: Path) -> None:
+    done = run_launcher("--state", str(tmp_path / "s.json"), "start", "--scram-user", "alice=a,b")
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("kafka: SCRAM user 'alice': ")
+    assert "may contain ','" in line
+    assert "a,b" not in line, "the password is never printed"
+
+
+def test_ssl_flags_are_all_or_nothing(tmp_path: Path) -> None:
+    done = run_launcher("--state", str(tmp_path / "s.json"), "start", "--ssl-cafile", "ca.pem")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "kafka: SSL listeners need --ssl-cafile, --ssl-certfile and --ssl-keyfile; "
+        "missing --ssl-certfile, --ssl-keyfile"
+    ]
+
+
+def test_pkcs1_server_key_is_refused_with_the_conversion_to_use(tmp_path: Path) -> None:
+    for name in ("ca.pem", "server.pem"):
+        (tmp_path / name).write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+    key = tmp_path / "server.key"
+    key.write_text("-----BEGIN RSA PRIVATE KEY-----\n-----END RSA PRIVATE KEY-----\n")
+    done = run_launcher(
+        "--state",
+        str(tmp_path / "s.json"),
+        "start",
+        *("--ssl-cafile", str(tmp_path / "ca.pem"), "--ssl-certfile", str(tmp_path / "server.pem")),
+        *("--ssl-keyfile", str(key)),
+    )
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert f"SSL keyfile {key} is a 'RSA PRIVATE KEY' (PKCS#1/SEC1) key" in line
+    assert "openssl pkcs8 -topk8 -nocrypt" in line
+
+
+def test_a_listener_the_broker_was_not_started_with_names_the_option_that_adds_it() -> None:
+    launcher = load_launcher()
+    broker = launcher.Broker(1, 9092, 9093, "/nowhere", True, "/nowhere/server.log")
+    assert broker.listeners() == {"PLAINTEXT": "127.0.0.1:9092"}
+    with pytest.raises(
+        launcher.LauncherError, match=r"no SASL_PLAINTEXT listener: start it with scram_users"
+    ):
+        _ = broker.sasl_bootstrap
+    with pytest.raises(launcher.LauncherError, match=r"no MTLS listener: start it with ssl=SslFiles"):
+        _ = broker.mtls_bootstrap
+
+
+def test_kept_data_dir_refuses_a_scram_user_it_was_not_formatted_with(tmp_path: Path) -> None:
+    launcher = load_launcher()
+    (tmp_path / "log").mkdir()
+    (tmp_path / "log" / "meta.properties").write_text("")  # formatted before
+    (tmp_path / launcher.SCRAM_FILE_NAME).write_text('["alice"]')
+    with pytest.raises(
+        launcher.LauncherError, match=r"formatted without SCRAM user\(s\) bob \(it has: alice\)"
+    ):
+        launcher.start_broker(data_dir=tmp_path, scram_users={"alice": "a", "bob": "b"})
