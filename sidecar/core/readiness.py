@@ -13,6 +13,12 @@ partition is its lag, learnt from the last fetch response (high watermark − po
   holds the task back, and whatever is emitted meanwhile is *enforced processing*: it may be
   out of order if the quiet partition later delivers an earlier record.
 
+The rule is judged before each emit, so only while the task holds something to emit: a task
+with every buffer empty starts no idle clock (nothing is being held back), and a quiet pair of
+partitions that wakes up together is waited for like any other. Once started, a deadline is
+kept until the partition delivers data, as in Kafka Streams: a partition that stayed quiet past
+its deadline does not add ``idle`` ms of latency to every later record.
+
 ``max.task.idle.ms`` = ``-1`` turns the rule off (always ready while any partition has data,
 nothing is ever enforced); ``0`` waits for lag knowledge but not a millisecond longer; ``max``
 (any value ≥ 2^63-1) waits forever. A paused partition (backpressure) is not fetched, so its

@@ -310,7 +310,7 @@ class MergeTask:
         enforced = False
         blocking: list[TopicPartition] = []
         deadline: int | None = None
-        if idle != IDLE_DISABLED:
+        if idle != IDLE_DISABLED and self._heap:  # readiness is judged only when something could go out
             for p in self._parts:
                 if p.head == len(p.timestamps):
                     verdict = empty_partition_verdict(p, now_ms, idle)
@@ -381,14 +381,15 @@ class MergeTask:
         enforced_key: tuple[int, int] | None = None
         over_budget = False
         if idle != IDLE_DISABLED or sum(len(p.timestamps) - p.head for p in active) > budget:
-            for q in sorted(active, key=lambda p: (p.timestamps[-1], p.rank)):
+            order = sorted(active, key=lambda p: (p.timestamps[-1], p.rank))
+            for q in order:
                 key = (q.timestamps[-1], q.rank)
                 if count_upto(active, *key) > budget:
                     over_budget = True
                     cut = key
                     break
-                if idle == IDLE_DISABLED:
-                    continue
+                if idle == IDLE_DISABLED or q is order[-1]:
+                    continue  # nothing follows the last record: no readiness to judge
                 if empty_partition_verdict(q, now_ms, idle) is Verdict.PASSED:
                     if enforced_key is None:
                         enforced_key = key
@@ -528,7 +529,7 @@ class MergeTask:
                 heapq.heapreplace(heap, (ts[end], p.rank, i))
                 continue
             heapq.heappop(heap)
-            if idle != IDLE_DISABLED:
+            if idle != IDLE_DISABLED and heap:  # with nothing left to emit there is nothing to judge
                 verdict = empty_partition_verdict(p, now_ms, idle)
                 if verdict is not Verdict.PASSED:
                     break
@@ -642,7 +643,7 @@ class MergeTask:
         for p in self._parts:
             buffered = len(p.timestamps) - p.head
             reason = None
-            if buffered == 0 and idle != IDLE_DISABLED:
+            if buffered == 0 and idle != IDLE_DISABLED and self._heap:
                 reason = _block_reason(p, now_ms, idle)
                 if reason is not None:
                     blocked_by.append({"topic": p.tp.topic, "partition": p.tp.partition, "reason": reason})

@@ -23,7 +23,7 @@ async def test_sigterm_drains_commits_and_a_restart_continues_without_loss_or_re
     a, b, out = topic_name("a"), topic_name("b"), topic_name("out")
     await kafka_io.create_topics(bootstrap, [TopicSpec(a, 2), TopicSpec(b, 2)])
     events = [
-        Event(t, p, 3_000_000 + 4 * i + 2 * ti + p, b"k%d" % i, b"v", send_at_ms=i // 4)
+        Event(t, p, 3_000_000 + 4 * i + 2 * ti + p, b"k%d" % i, b"v", send_at_ms=i)
         for i in range(8_000)
         for ti, t in enumerate((a, b))
         for p in range(2)

@@ -306,9 +306,7 @@ def reference(s: Scenario) -> list[tuple[str, int, int, int, bool, bool]]:
 
     def poll() -> None:
         nonlocal stream_time
-        if s.idle != -1:
-            blocked_or_enforced()
-        while any(queues):
+        while any(queues):  # readiness is judged before each emit, so only while data is held
             enforced = False
             if s.idle != -1:
                 blocked, enforced = blocked_or_enforced()

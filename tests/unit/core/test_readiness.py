@@ -214,3 +214,30 @@ def test_nothing_buffered_is_idle() -> None:
     caught_up(t, B0)
 
     assert t.poll(0) == Idle(None)
+
+
+def test_no_idle_clock_starts_while_the_task_holds_nothing_to_emit() -> None:
+    t = task(A0, B0, max_task_idle_ms=100, watermark_heartbeat_ms=0)
+    caught_up(t, A0, now=0)
+    caught_up(t, B0, now=0)
+    t.poll(0)
+    t.poll(5_000)  # a long quiet spell with nothing buffered anywhere
+
+    feed(t, A0, [1], now=5_000)
+
+    assert t.poll(5_000) == WaitUntil(5_100), "B0 is waited for from the moment A0 has data"
+
+
+def test_a_deadline_passed_while_holding_data_is_kept_until_the_partition_delivers() -> None:
+    t = task(A0, B0, max_task_idle_ms=100, watermark_heartbeat_ms=0)
+    feed(t, A0, [1])
+    caught_up(t, B0, now=0)
+    assert t.poll(0) == WaitUntil(100)
+    first, _ = drain(t, now=100)  # B0 declared idle after 100 ms
+    assert [ts for _, _, ts in emitted(first)] == [1]
+
+    feed(t, A0, [2], now=5_000)
+    batches, _ = drain(t, now=5_000)
+
+    assert [ts for _, _, ts in emitted(batches)] == [2], "no new wait: B0 is still known quiet"
+    assert enforced_flags(batches) == [True]
