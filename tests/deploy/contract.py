@@ -23,6 +23,8 @@ CONFIG_DEFAULTS: dict[str, str] = {
     "errors.tolerance": "none",
     "errors.deadletterqueue.topic.name": "",
     "errors.deadletterqueue.max.ratio": "0.5",
+    "compression.type": "lz4",
+    "linger.ms": "5",
     "watermark.policy": "auto",
     "watermark.max.delay.ms": "5000",
     "watermark.window.ms": "60000",

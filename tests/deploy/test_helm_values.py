@@ -88,3 +88,10 @@ def test_schema_accepts_the_documented_forms(key: str, value: object) -> None:
     good = values()
     good["config"][key] = value
     jsonschema.validate(good, schema())
+
+
+def test_the_contract_here_matches_the_sidecars_own_config_model() -> None:
+    from sidecar.config import KEYS
+
+    own = {k for k in KEYS if not k.startswith(PASSTHROUGH_PREFIXES)}
+    assert own == CONFIG_KEYS, "a key was added to or removed from sidecar/config.py: update the chart"
