@@ -1,0 +1,109 @@
+"""The raw passthrough: aiokafka consume → produce with no ordering at all — the latency floor.
+
+It uses the same client settings and the same batch writer as the sidecar (acks=all,
+idempotence, lz4, linger 5 ms, 512 KiB batches) so that the difference between the two is the
+merge, the stamping and the bookkeeping — nothing else. Records keep key, value, timestamp and
+headers and go to partition 0 of the output topic, as with ``task.grouping=single``. Offsets are
+committed every 100 ms after the outputs are acked, like the sidecar does.
+
+    python -m bench.peers.passthrough --bootstrap-servers H:P --input-topics a,b --output-topic out
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+
+import uvloop
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+from sidecar.kafka.admin import TopicSpec, ensure_topics, wait_for_partitions
+from sidecar.kafka.writer import BATCH_BYTES, MAX_MESSAGE_BYTES, OutputWriter
+
+
+async def run(bootstrap: str, inputs: list[str], output: str, group: str, stop: asyncio.Event) -> int:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        counts = await wait_for_partitions(admin, inputs)
+        await ensure_topics(admin, [TopicSpec(output, 1, configs={"max.message.bytes": str(MAX_MESSAGE_BYTES)})])
+        await wait_for_partitions(admin, [output])
+    finally:
+        await admin.close()
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, compression_type="lz4", linger_ms=5,
+        max_batch_size=BATCH_BYTES, max_request_size=MAX_MESSAGE_BYTES,
+    )
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, auto_offset_reset="earliest",
+        fetch_max_wait_ms=100,
+    )
+    await producer.start()
+    await consumer.start()
+    consumer.assign([TopicPartition(t, p) for t in inputs for p in range(counts[t])])
+    writer = OutputWriter(producer)
+    acked: dict[TopicPartition, int] = {}
+    written = 0
+    print("READY", flush=True)
+
+    def on_ack(offsets: dict[TopicPartition, int], _: asyncio.Future[object]) -> None:
+        acked.update(offsets)
+
+    async def committer() -> None:
+        while True:
+            await asyncio.sleep(0.1)
+            if acked:
+                offsets = dict(acked)
+                acked.clear()
+                await consumer.commit(offsets)
+
+    commits = asyncio.create_task(committer())
+    try:
+        while not stop.is_set():
+            fetched = await consumer.getmany(timeout_ms=100, max_records=20_000)
+            for tp, records in fetched.items():
+                out = [(r.key, r.value, r.timestamp, list(r.headers)) for r in records]
+                futures = await writer.write(output, 0, out)
+                if futures:
+                    futures[-1].add_done_callback(lambda f, o={tp: records[-1].offset + 1}: on_ack(o, f))
+                written += len(out)
+        await producer.flush()
+    finally:
+        commits.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await commits
+        if acked:
+            await consumer.commit(dict(acked))
+        await consumer.stop()
+        await producer.stop()
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.peers.passthrough", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bootstrap-servers", required=True)
+    parser.add_argument("--input-topics", required=True, help="comma list")
+    parser.add_argument("--output-topic", required=True)
+    parser.add_argument("--group-id", default=f"passthrough-{int(time.time())}")
+    args = parser.parse_args(argv)
+
+    async def serve() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        return await run(args.bootstrap_servers, args.input_topics.split(","), args.output_topic, args.group_id, stop)
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        written = runner.run(serve())
+    print(f"passthrough: {written} records written", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
