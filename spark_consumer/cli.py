@@ -17,9 +17,14 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from spark_consumer.options import AggSpec, UsageError, WindowSpec, check_field, parse_duration
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from spark_consumer.jobs import JobOutput
 
 PROG = "timesync-spark"
 JOBS = ("join", "aggregate", "suppress")
@@ -194,6 +199,8 @@ class Plan:
             self.grace_ms = parse_duration(args.grace, "--grace", allow_zero=True)
             self.ttl_ms = parse_duration(args.ttl, "--ttl")
             SuppressOptions(self.window, self.grace_ms, self.ttl_ms, self.aggs)  # checks the bounds
+        if args.sink == "parquet" and getattr(args, "output_mode", "append") != "append":
+            raise UsageError("--output-mode: Spark's Parquet sink writes only append mode")
         needs_schema = args.key_field is not None or any(a.field for a in self.aggs)
         if needs_schema and not args.value_schema:
             raise UsageError(
@@ -201,7 +208,7 @@ class Plan:
             )
 
 
-def _job_output(plan: Plan, spark: object) -> object:
+def _job_output(plan: Plan, spark: SparkSession) -> JobOutput:
     """Parse the schemas (Spark's DDL parser needs the session) and build the job's stream."""
     from spark_consumer.schema import check_numeric, field_type, load_schema
 
@@ -228,20 +235,20 @@ def _job_output(plan: Plan, spark: object) -> object:
         options = join.JoinOptions(
             args.left, args.right, plan.within_ms, args.how, args.key_field, schema, right
         )
-        return join.build(spark, plan.source, options)  # type: ignore[arg-type]
+        return join.build(spark, plan.source, options)
     if plan.job == "aggregate":
         from spark_consumer.jobs import aggregate
 
         agg_options = aggregate.AggregateOptions(
             plan.window, plan.aggs, args.key_field, schema, args.output_mode
         )
-        return aggregate.build(spark, plan.source, agg_options)  # type: ignore[arg-type]
+        return aggregate.build(spark, plan.source, agg_options)
     from spark_consumer.jobs import suppress
 
     sup_options = suppress.SuppressOptions(
         plan.window, plan.grace_ms, plan.ttl_ms, plan.aggs, args.key_field, schema
     )
-    return suppress.build(spark, plan.source, sup_options)  # type: ignore[arg-type]
+    return suppress.build(spark, plan.source, sup_options)
 
 
 def _ensure_output_topic(plan: Plan) -> None:
@@ -288,18 +295,24 @@ def run(plan: Plan) -> int:
     output = _job_output(plan, session)
     _ensure_output_topic(plan)
     tracker = metrics.track_drops(session)
-    query = sinks.start(output, plan.sink)  # type: ignore[arg-type]
+    query = sinks.start(output, plan.sink)
+
+    from pyspark.errors import StreamingQueryException
 
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():  # signal handlers live there only
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         # A short timeout keeps the main thread returning to Python, where signals are handled.
         while query.isActive and not stop.is_set():
             query.awaitTermination(1)
+    except StreamingQueryException:
+        pass  # reported below, after the drops
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -59,8 +59,9 @@ def sum_drops(progresses: Iterable[Any]) -> Drops:
 class DropTracker(StreamingQueryListener):
     """Sums :class:`Drops` per query over every progress report of the session.
 
-    Reports reach listeners asynchronously; :meth:`drops` is exact once the query stopped
-    (``onQueryTerminated`` has been delivered) or after :meth:`wait_for_batch`.
+    Progress reports reach listeners asynchronously: after a query stops, wait for the report
+    of its last batch (:meth:`wait_for_batch` with ``query.lastProgress.batchId``) before
+    reading :meth:`drops`.
     """
 
     def __init__(self) -> None:
@@ -70,7 +71,9 @@ class DropTracker(StreamingQueryListener):
         self._started: set[str] = set()
 
     def onQueryStarted(self, event: Any) -> None:
-        self.onQueryStartedId(str(event.id))
+        # Delivered synchronously with writeStream.start(): seen() is reliable right after it.
+        with self._lock:
+            self._started.add(str(event.id))
 
     def onQueryProgress(self, event: Any) -> None:
         progress = event.progress
@@ -85,10 +88,6 @@ class DropTracker(StreamingQueryListener):
 
     def onQueryTerminated(self, event: Any) -> None:
         pass
-
-    def onQueryStartedId(self, query_id: str) -> None:
-        with self._lock:
-            self._started.add(query_id)
 
     def seen(self, query: StreamingQuery) -> bool:
         """Whether this tracker was listening when ``query`` started (so it saw every report)."""
@@ -107,16 +106,18 @@ class DropTracker(StreamingQueryListener):
 
 
 _tracker: DropTracker | None = None
+_tracker_session: SparkSession | None = None
 
 
 def track_drops(spark: SparkSession) -> DropTracker:
-    """The process's :class:`DropTracker`, registered on first use.
+    """The session's :class:`DropTracker`, registered on first use.
 
     Call it before starting the queries it should count.
     """
-    global _tracker
-    if _tracker is None:
+    global _tracker, _tracker_session
+    if _tracker is None or _tracker_session is not spark:
         _tracker = DropTracker()
+        _tracker_session = spark
         spark.streams.addListener(_tracker)
     return _tracker
 

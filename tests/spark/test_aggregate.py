@@ -63,3 +63,27 @@ def test_duplicates_from_an_at_least_once_replay_do_not_double_count(
     out = s.feed(replay(2, {"n": 2}, "k", offset=1), replay(3, {"n": 3}, "k", offset=2), stamp.heartbeat(20))
 
     assert [(r.window_start, r["count"], r.sum_n, r.ts) for r in out] == [(0, 3, 6, 3)]
+
+
+@pytest.mark.parametrize(
+    ("window", "expected"),
+    [
+        # Hopping windows of 10 every 5 over 1, 3, 12: each record is in two windows.
+        (
+            WindowSpec("hopping", size_ms=10, slide_ms=5),
+            [(-5, 5, 2, 3), (0, 10, 2, 3), (5, 15, 1, 12), (10, 20, 1, 12)],
+        ),
+        # Session windows with a 3 ms gap: a session ends 3 ms after its last record.
+        (WindowSpec("session", gap_ms=3), [(1, 6, 2, 3), (12, 15, 1, 12)]),
+    ],
+    ids=["hopping", "session"],
+)
+def test_hopping_and_session_windows_are_stamped_with_their_max_time(
+    spark: SparkSession, stream: Any, window: WindowSpec, expected: list[tuple[int, int, int, int]]
+) -> None:
+    s = stream(lambda src: aggregate.build(spark, src, AggregateOptions(window)), watermark_delay_ms=1)
+    stamp = Stamper()
+
+    out = s.feed(*(stamp.record(ts, {"n": ts}, "k") for ts in [1, 3, 12]), stamp.heartbeat(50))
+
+    assert sorted((r.window_start, r.window_end, r["count"], r.ts) for r in out) == expected
