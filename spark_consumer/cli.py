@@ -14,6 +14,7 @@ import asyncio
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -23,6 +24,7 @@ from spark_consumer.options import AggSpec, UsageError, WindowSpec, check_field,
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
 
     from spark_consumer.jobs import JobOutput
 
@@ -279,10 +281,13 @@ def _ensure_output_topic(plan: Plan) -> None:
 
 def run(plan: Plan) -> int:
     """Start the session and the query; wait for a stop signal or the end; report drops."""
+    from pyspark.sql import SparkSession
+
     from spark_consumer import metrics, sinks
     from spark_consumer.session import SessionOptions, get_session
 
     args = plan.args
+    owns_session = SparkSession.getActiveSession() is None
     session = get_session(
         SessionOptions(
             master=args.master,
@@ -297,6 +302,7 @@ def run(plan: Plan) -> int:
     tracker = metrics.track_drops(session)
     query = sinks.start(output, plan.sink)
 
+    from py4j.protocol import Py4JError
     from pyspark.errors import StreamingQueryException
 
     stop = threading.Event()
@@ -311,26 +317,50 @@ def run(plan: Plan) -> int:
         # A short timeout keeps the main thread returning to Python, where signals are handled.
         while query.isActive and not stop.is_set():
             query.awaitTermination(1)
-    except StreamingQueryException:
-        pass  # reported below, after the drops
+        _stop_between_batches(query)
+        error = query.exception()
+        last = query.lastProgress
+        if last is not None:
+            tracker.wait_for_batch(query, int(last.batchId), timeout_s=5.0)
+        dropped = metrics.drops(query)
+    except StreamingQueryException as e:
+        error, dropped = e, metrics.drops(query)
+    except (Py4JError, ConnectionError):
+        # A signal sent to the whole process group (a supervisor, `timeout`) also ended the
+        # Spark driver JVM: the stop was asked for, but nothing more can be learnt from Spark.
+        if not stop.is_set():
+            raise
+        print(f"{PROG}: {plan.job} stopped; the Spark driver exited too, drops unknown", file=sys.stderr)
+        return 0
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-        if query.isActive:
-            query.stop()
-    error = query.exception()
-    last = query.lastProgress
-    if last is not None:
-        tracker.wait_for_batch(query, int(last.batchId), timeout_s=5.0)
-    dropped = metrics.drops(query)
     detail = f"watermark {dropped.watermark}"
     if plan.job == "suppress":
         detail += f", key stream time {dropped.key_stream_time}"
     print(f"{PROG}: {plan.job} stopped; rows dropped as late: {dropped.total} ({detail})", file=sys.stderr)
+    if owns_session:
+        # Stopping drains Spark's listener bus while this process can still answer the Python
+        # listener; exiting with the session up makes Spark log a py4j error for it instead.
+        session.stop()
     if error is not None:
         print(f"{PROG}: error: {_first_line(error)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _stop_between_batches(query: StreamingQuery, timeout_s: float = 30.0) -> None:
+    """Stop ``query``, after its running micro-batch (if any) finishes.
+
+    ``StreamingQuery.stop()`` interrupts a running batch (which Spark then retries after a
+    restart, and logs as aborted writes and cancelled tasks); waiting for the trigger to go idle
+    first makes a clean stop the usual case.
+    """
+    deadline = time.monotonic() + timeout_s
+    while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if query.isActive:
+        query.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -123,8 +123,6 @@ def session_conf(options: SessionOptions) -> dict[str, str]:
         # Changelog checkpointing commits only what changed in a micro-batch, not a full snapshot.
         "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
         "spark.sql.shuffle.partitions": str(options.shuffle_partitions),
-        # Stateful streaming cannot use adaptive execution; Spark warns on every query otherwise.
-        "spark.sql.adaptive.enabled": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": str(options.ui).lower(),
         "spark.ui.showConsoleProgress": "false",
