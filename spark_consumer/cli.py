@@ -299,7 +299,7 @@ def run(plan: Plan) -> int:
     )
     output = _job_output(plan, session)
     _ensure_output_topic(plan)
-    tracker = metrics.track_drops(session)
+    metrics.track_drops(session)
     query = sinks.start(output, plan.sink)
 
     from py4j.protocol import Py4JError
@@ -319,9 +319,6 @@ def run(plan: Plan) -> int:
             query.awaitTermination(1)
         _stop_between_batches(query)
         error = query.exception()
-        last = query.lastProgress
-        if last is not None:
-            tracker.wait_for_batch(query, int(last.batchId), timeout_s=5.0)
         dropped = metrics.drops(query)
     except StreamingQueryException as e:
         error, dropped = e, metrics.drops(query)

@@ -126,8 +126,13 @@ def drops(query: StreamingQuery) -> Drops:
     """Rows ``query`` dropped as late so far.
 
     From the :class:`DropTracker` when one was registered before the query started (every
-    report), else from the query's ``recentProgress`` (the last 100 reports).
+    report; for a stopped query, after waiting up to 5 s for its last report), else from the
+    query's ``recentProgress`` (the last 100 reports).
     """
     if _tracker is not None and _tracker.seen(query):
+        last = query.lastProgress
+        if last is not None and not query.isActive:
+            # Reports reach the listener asynchronously: let the last one arrive.
+            _tracker.wait_for_batch(query, int(last.batchId), timeout_s=5.0)
         return _tracker.drops(query)
     return sum_drops(query.recentProgress)

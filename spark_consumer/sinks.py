@@ -53,7 +53,8 @@ def kafka_records(frame: DataFrame) -> DataFrame:
     """``key``, ``value`` (the row as JSON) and ``headers`` for Spark's Kafka sink."""
     return frame.select(
         F.col("key").cast("string").alias("key"),
-        F.to_json(F.struct(*frame.columns)).alias("value"),
+        # Keep NULLs ("right": null for an unmatched join row) so every record has every field.
+        F.to_json(F.struct(*frame.columns), {"ignoreNullFields": "false"}).alias("value"),
         F.array(
             F.struct(
                 F.lit(TIMESTAMP_HEADER).alias("key"),
