@@ -1,0 +1,24 @@
+"""The Spark jobs over the ordered topic: ``join``, ``aggregate``, ``suppress``.
+
+Each module has a pure DataFrame function (the semantics, testable on any stream with the
+ordered topic's columns) and ``build(spark, source, options)`` that wires it to the Kafka
+source and returns a :class:`JobOutput` ready for a sink.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True, slots=True)
+class JobOutput:
+    """A job's result stream and how it may be written.
+
+    ``frame`` has a string ``key`` and a BIGINT ``ts`` (epoch ms, the output event time) among
+    its columns; ``output_mode`` is the Structured Streaming output mode it needs.
+    """
+
+    frame: DataFrame
+    output_mode: str

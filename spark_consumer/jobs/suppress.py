@@ -1,0 +1,298 @@
+"""Per-key final window results: each key closes its windows on its *own* stream time.
+
+Spark's watermark is global: one number for the whole stream, max event time seen minus a
+delay. When keys are skewed — key A's device reports t0..t3 first, key B's device reports
+t0..t3 only afterwards — the watermark has already passed B's windows by the time B's records
+arrive, and Spark drops them as late unless the delay covers the skew (which then holds every
+key's results back by that much).
+
+Here each key keeps its own stream time, the largest timestamp seen *for that key* (Kafka
+Streams' stream time, kept per key). A record is late only for its own key: when its window's
+end + grace is at or below the key's stream time, the window has closed and the record is
+dropped (and counted). A window's final result for a key is emitted exactly once, as soon as the
+key's stream time reaches window end + grace (``>=``, as Kafka Streams' ``suppress(untilWindow
+Closes)`` does). B's records are not late for B.
+
+Idle keys. A key that stops receiving records would keep its state, and its open windows,
+forever. Each key holds an event-time timer at (its stream time + ``ttl``); when Spark's
+watermark — moved by data of other keys and by the ordered topic's heartbeats — passes it, the
+key's still-open windows are emitted (``closed_by = "ttl"``) and its state is deleted. The TTL
+is measured in event time so that a replay gives the same output; processing-time timers would
+also make Spark run an empty micro-batch on every trigger (``TransformWithStateExec.
+shouldRunAnotherBatch`` is always true in ``ProcessingTime`` mode, SPARK-50180).
+
+Duplicates from an at-least-once replay are dropped per key: the key remembers the
+(source topic, partition, offset) of records whose windows are still open.
+
+Built on ``transformWithStateInPandas`` (time mode ``EventTime``) with the RocksDB state store.
+The input carries no watermarked column, so Spark itself drops nothing as late here: lateness
+is decided per key by the processor.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.stateful_processor import (
+    ExpiredTimerInfo,
+    StatefulProcessor,
+    StatefulProcessorHandle,
+    TimerValues,
+)
+from pyspark.sql.types import StructType
+
+from spark_consumer.jobs import JobOutput
+from spark_consumer.options import AggSpec, UsageError, WindowSpec
+from spark_consumer.source import TS, SourceOptions, ordered_stream
+from spark_consumer.values import data_field, key_column, with_data
+
+OBSERVATION = "timesync_suppress"  # observed-metrics name in the query progress
+LATE_ROWS = "late_rows"
+CLOSED_BY_STREAM_TIME = "stream-time"
+CLOSED_BY_TTL = "ttl"
+
+
+@dataclass(frozen=True, slots=True)
+class SuppressOptions:
+    window: WindowSpec
+    grace_ms: int
+    ttl_ms: int
+    aggs: Sequence[AggSpec] = field(default_factory=lambda: (AggSpec("count"),))
+    key_field: str | None = None
+    value_schema: StructType | None = None
+
+    def __post_init__(self) -> None:
+        if self.window.kind == "session":
+            raise UsageError("--window: suppress supports tumbling and hopping windows, not session")
+        if self.grace_ms < 0:
+            raise UsageError("--grace: must not be negative")
+        if self.ttl_ms <= self.window.size_ms + self.grace_ms:
+            bound = self.window.size_ms + self.grace_ms
+            raise UsageError(
+                f"--ttl: {self.ttl_ms} ms must exceed window size + grace ({bound} ms), "
+                "or keys would be evicted while their windows are still open"
+            )
+
+
+def output_schema(aggs: Sequence[AggSpec]) -> StructType:
+    """What the processor emits.
+
+    ``kind`` is ``final`` for a window result, or ``late`` for a row that only carries, in
+    ``late``, how many records of this key the micro-batch dropped as late.
+    """
+    fields = ", ".join(f"{a.column} {'BIGINT' if a.function == 'count' else 'DOUBLE'}" for a in aggs)
+    ddl = (
+        f"key STRING, kind STRING, window_start BIGINT, window_end BIGINT, {fields}, ts BIGINT, "
+        "closed_by STRING, late BIGINT"
+    )
+    return StructType.fromDDL(ddl)  # type: ignore[return-value]
+
+
+def _input_column(i: int) -> str:
+    return f"agg_input_{i}"
+
+
+class PerKeySuppress(StatefulProcessor):
+    """The per-key windowing and suppression (state per key, see the module docstring).
+
+    State per key: ``stream_time``; ``windows`` (start → end, max ts, count, one accumulator
+    per aggregation); ``seen`` (source topic, partition, offset → ts) for deduplication.
+    """
+
+    def __init__(self, window: WindowSpec, grace_ms: int, ttl_ms: int, aggs: Sequence[AggSpec]) -> None:
+        self.window = window
+        self.grace_ms = grace_ms
+        self.ttl_ms = ttl_ms
+        self.aggs = tuple(aggs)
+        self.columns = [f.name for f in output_schema(self.aggs).fields]
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        self.handle = handle
+        self.stream_time = handle.getValueState("stream_time", "t BIGINT")
+        accumulators = "".join(
+            f", a{i} {'BIGINT' if a.function == 'count' else 'DOUBLE'}" for i, a in enumerate(self.aggs)
+        )
+        self.windows = handle.getMapState(
+            "windows", "start BIGINT", f"end BIGINT, ts BIGINT, n BIGINT{accumulators}"
+        )
+        self.seen = handle.getMapState("seen", "topic STRING, part INT, off BIGINT", "ts BIGINT")
+
+    # --- per-record rules -------------------------------------------------------------------
+
+    def _fold(self, acc: list[Any], values: Sequence[Any], ts: int) -> None:
+        """Add one record to a window accumulator [end, ts, n, a0, a1, ...]."""
+        acc[1] = max(acc[1], ts)
+        acc[2] += 1
+        for i, spec in enumerate(self.aggs):
+            v = values[i]
+            if spec.function == "count":
+                if spec.field is None or _present(v):
+                    acc[3 + i] += 1
+            elif _present(v):
+                current = acc[3 + i]
+                if current is None:
+                    acc[3 + i] = float(v)
+                elif spec.function == "sum":
+                    acc[3 + i] = current + float(v)
+                elif spec.function == "min":
+                    acc[3 + i] = min(current, float(v))
+                else:
+                    acc[3 + i] = max(current, float(v))
+
+    def _new_window(self, start: int) -> list[Any]:
+        return [start + self.window.size_ms, -(2**63), 0] + [
+            0 if a.function == "count" else None for a in self.aggs
+        ]
+
+    def _row(self, key: str, start: int, acc: Sequence[Any], closed_by: str) -> dict[str, Any]:
+        row: dict[str, Any] = {"key": key, "kind": "final", "window_start": start, "window_end": acc[0]}
+        for i, spec in enumerate(self.aggs):
+            row[spec.column] = acc[3 + i]
+        row.update(ts=acc[1], closed_by=closed_by)
+        return row
+
+    def _frame(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
+        return pd.DataFrame(rows, columns=self.columns)
+
+    # --- Spark callbacks ----------------------------------------------------------------------
+
+    def handleInputRows(
+        self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
+    ) -> Iterator[pd.DataFrame]:
+        the_key = key[0]
+        batch = pd.concat(list(rows), ignore_index=True)
+        # Kafka order of the ordered topic: the order the sidecar decided, which a replay repeats.
+        batch = batch.sort_values(["kafka_partition", "kafka_offset"], kind="stable")
+
+        saved = self.stream_time.get()
+        stream_time: int | None = int(saved[0]) if saved is not None else None
+        windows = {int(k[0]): list(v) for k, v in self.windows.iterator()}
+        stored = set(windows)
+        seen = {(k[0], int(k[1]), int(k[2])): int(v[0]) for k, v in self.seen.iterator()}
+        new_seen: dict[tuple[str, int, int], int] = {}
+        touched: set[int] = set()
+        late = 0
+        value_columns = [_input_column(i) for i in range(len(self.aggs))]
+
+        for record in batch.itertuples(index=False):
+            ident = (str(record.source_topic), int(record.source_partition), int(record.source_offset))
+            if ident in seen or ident in new_seen:
+                continue  # a replayed copy: already counted
+            ts = int(record.ts)
+            new_seen[ident] = ts
+            stream_time = ts if stream_time is None else max(stream_time, ts)
+            values = [getattr(record, c) for c in value_columns]
+            accepted = False
+            for start in self.window.starts(ts):
+                if start + self.window.size_ms + self.grace_ms <= stream_time:
+                    continue  # this key's window has closed: the record is late for it
+                acc = windows.setdefault(start, self._new_window(start))
+                self._fold(acc, values, ts)
+                touched.add(start)
+                accepted = True
+            if not accepted:
+                late += 1
+
+        assert stream_time is not None  # handleInputRows is only called with rows
+        out: list[dict[str, Any]] = []
+        for start in sorted(windows):
+            acc = windows[start]
+            if acc[0] + self.grace_ms <= stream_time:
+                out.append(self._row(the_key, start, acc, CLOSED_BY_STREAM_TIME))
+                if start in stored:
+                    self.windows.removeKey((start,))
+            elif start in touched:
+                self.windows.updateValue((start,), tuple(acc))
+        if late:
+            out.append({"key": the_key, "kind": "late", "late": late})
+
+        # Remember replay identities only while a copy could still land in an open window.
+        horizon = stream_time - self.grace_ms - self.window.size_ms
+        for ident, ts in new_seen.items():
+            if ts > horizon:
+                self.seen.updateValue(ident, (ts,))
+        for ident, ts in seen.items():
+            if ts <= horizon:
+                self.seen.removeKey(ident)
+
+        self.stream_time.update((stream_time,))
+        self._arm_ttl(stream_time, timerValues)
+        if out:
+            yield self._frame(out)
+
+    def _arm_ttl(self, stream_time: int, timer_values: TimerValues) -> None:
+        for timer in list(self.handle.listTimers()):
+            self.handle.deleteTimer(timer)
+        # A timer at or below the current watermark would be refused or fire at once; a key
+        # far behind the others simply expires at the next watermark advance.
+        expiry = max(stream_time + self.ttl_ms, timer_values.getCurrentWatermarkInMs() + 1)
+        self.handle.registerTimer(expiry)
+
+    def handleExpiredTimer(
+        self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
+    ) -> Iterator[pd.DataFrame]:
+        rows = [
+            self._row(key[0], int(k[0]), list(v), CLOSED_BY_TTL)
+            for k, v in sorted(self.windows.iterator(), key=lambda kv: int(kv[0][0]))
+        ]
+        self.windows.clear()
+        self.seen.clear()
+        self.stream_time.clear()
+        if rows:
+            yield self._frame(rows)
+
+    def close(self) -> None:
+        pass
+
+
+def _present(v: Any) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def suppress(records: DataFrame, options: SuppressOptions, key_field: str | None = None) -> DataFrame:
+    """Per-key final window results from a stream with the ordered topic's columns and ``data``.
+
+    Output columns: ``key``, ``window_start``, ``window_end``, one column per aggregation,
+    ``ts`` (max record timestamp in the window) and ``closed_by`` (``stream-time`` or ``ttl``).
+    Records dropped as late for their key are counted in the query progress's observed metric
+    ``timesync_suppress.late_rows``.
+    """
+    inputs = records.select(
+        key_column(key_field).alias("key"),
+        # Epoch ms as a plain BIGINT: no watermarked column reaches the operator, so Spark's
+        # global watermark drops nothing here (it still drives the TTL timers).
+        TS,
+        "source_topic",
+        "source_partition",
+        "source_offset",
+        "kafka_partition",
+        "kafka_offset",
+        *(
+            (data_field(a.field).cast("double") if a.field else F.lit(None).cast("double")).alias(
+                _input_column(i)
+            )
+            for i, a in enumerate(options.aggs)
+        ),
+    )
+    processor = PerKeySuppress(options.window, options.grace_ms, options.ttl_ms, options.aggs)
+    emitted = inputs.groupBy("key").transformWithStateInPandas(
+        statefulProcessor=processor,
+        outputStructType=output_schema(options.aggs),
+        outputMode="Append",
+        timeMode="EventTime",
+    )
+    observed = emitted.observe(OBSERVATION, F.coalesce(F.sum("late"), F.lit(0)).alias(LATE_ROWS))
+    return observed.filter(F.col("kind") == "final").drop("kind", "late")
+
+
+def build(spark: SparkSession, source: SourceOptions, options: SuppressOptions) -> JobOutput:
+    # No Spark-side deduplication: dropDuplicatesWithinWatermark drops rows that are late for
+    # the *global* watermark — exactly the records per-key suppression exists to keep.
+    records = with_data(ordered_stream(spark, source, dedup=False), options.value_schema)
+    return JobOutput(suppress(records, options, options.key_field), "append")

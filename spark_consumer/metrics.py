@@ -1,0 +1,138 @@
+"""What the job drops, from Structured Streaming's query progress.
+
+Two kinds of drop, both reported per micro-batch by Spark:
+
+- **late for Spark's watermark**: ``numRowsDroppedByWatermark`` of each stateful operator
+  (deduplication, aggregation, join) — rows whose event time was at or below the watermark;
+- **late for their key** (suppress only): the processor's count, published as the observed
+  metric ``timesync_suppress.late_rows``.
+
+:func:`drops` sums them over a query's progress reports. ``query.recentProgress`` keeps only
+the last ``spark.sql.streaming.numRecentProgressUpdates`` (100) of them, so a long-running job
+registers a :class:`DropTracker` listener, which sees every report.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming.listener import StreamingQueryListener
+from pyspark.sql.streaming.query import StreamingQuery
+
+from spark_consumer.jobs.suppress import LATE_ROWS, OBSERVATION
+
+
+@dataclass(frozen=True, slots=True)
+class Drops:
+    """Rows dropped as late: by Spark's watermark, and (suppress) by a key's own stream time."""
+
+    watermark: int = 0
+    key_stream_time: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.watermark + self.key_stream_time
+
+    def __add__(self, other: Drops) -> Drops:
+        return Drops(self.watermark + other.watermark, self.key_stream_time + other.key_stream_time)
+
+
+def drops_in(progress: Any) -> Drops:
+    """The drops one progress report (``StreamingQueryProgress``) records for its micro-batch."""
+    by_watermark = sum(int(op.numRowsDroppedByWatermark or 0) for op in progress.stateOperators)
+    observed = (progress.observedMetrics or {}).get(OBSERVATION)
+    by_key = int(observed.asDict().get(LATE_ROWS) or 0) if observed is not None else 0
+    return Drops(by_watermark, by_key)
+
+
+def sum_drops(progresses: Iterable[Any]) -> Drops:
+    total = Drops()
+    for progress in progresses:
+        total += drops_in(progress)
+    return total
+
+
+class DropTracker(StreamingQueryListener):
+    """Sums :class:`Drops` per query over every progress report of the session.
+
+    Progress reports reach listeners asynchronously: after a query stops, wait for the report
+    of its last batch (:meth:`wait_for_batch` with ``query.lastProgress.batchId``) before
+    reading :meth:`drops`.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._drops: dict[str, Drops] = {}
+        self._last_batch: dict[str, int] = {}
+        self._started: set[str] = set()
+
+    def onQueryStarted(self, event: Any) -> None:
+        # Delivered synchronously with writeStream.start(): seen() is reliable right after it.
+        with self._lock:
+            self._started.add(str(event.id))
+
+    def onQueryProgress(self, event: Any) -> None:
+        progress = event.progress
+        query_id = str(progress.id)
+        with self._lock:
+            self._drops[query_id] = self._drops.get(query_id, Drops()) + drops_in(progress)
+            self._last_batch[query_id] = int(progress.batchId)
+            self._lock.notify_all()
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        pass
+
+    def seen(self, query: StreamingQuery) -> bool:
+        """Whether this tracker was listening when ``query`` started (so it saw every report)."""
+        with self._lock:
+            return str(query.id) in self._started
+
+    def drops(self, query: StreamingQuery) -> Drops:
+        with self._lock:
+            return self._drops.get(str(query.id), Drops())
+
+    def wait_for_batch(self, query: StreamingQuery, batch_id: int, timeout_s: float = 10.0) -> bool:
+        """Wait until the report of ``batch_id`` (or a later one) has been delivered."""
+        key = str(query.id)
+        with self._lock:
+            return self._lock.wait_for(lambda: self._last_batch.get(key, -1) >= batch_id, timeout_s)
+
+
+_tracker: DropTracker | None = None
+_tracker_session: SparkSession | None = None
+
+
+def track_drops(spark: SparkSession) -> DropTracker:
+    """The session's :class:`DropTracker`, registered on first use.
+
+    Call it before starting the queries it should count.
+    """
+    global _tracker, _tracker_session
+    if _tracker is None or _tracker_session is not spark:
+        _tracker = DropTracker()
+        _tracker_session = spark
+        spark.streams.addListener(_tracker)
+    return _tracker
+
+
+def drops(query: StreamingQuery) -> Drops:
+    """Rows ``query`` dropped as late so far.
+
+    From the :class:`DropTracker` when one was registered before the query started (every
+    report; for a stopped query, after waiting up to 5 s for its last report), else from the
+    query's ``recentProgress`` (the last 100 reports).
+    """
+    if _tracker is not None and _tracker.seen(query):
+        last = query.lastProgress
+        if last is not None and not query.isActive:
+            # Reports reach the listener asynchronously: let the last one arrive.
+            _tracker.wait_for_batch(query, int(last.batchId), timeout_s=5.0)
+        return _tracker.drops(query)
+    return sum_drops(query.recentProgress)
