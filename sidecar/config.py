@@ -23,12 +23,14 @@ from typing import Any, ClassVar, Literal
 import yaml
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from sidecar.core import TaskConfig, parse_extractor
 from sidecar.core.readiness import IDLE_FOREVER
 
 ENV_PREFIX = "TIMESYNC_"
+#: Variables of the Spark job (``TIMESYNC_SPARK_JARS_DIR``...); the sidecar leaves them alone.
+SPARK_ENV_PREFIX = "TIMESYNC_SPARK_"
 
 
 class ConfigError(ValueError):
@@ -80,8 +82,8 @@ class SidecarConfig(BaseSettings):
     sasl_username: str = ""
     sasl_password: SecretStr = SecretStr("")
 
-    #: Set by load_config() for the duration of one load: the file and --set layers.
-    _layers: ClassVar[tuple[dict[str, Any], dict[str, Any]]] = ({}, {})
+    #: Set by load_config() for the duration of one load: the file, --set and env layers.
+    _layers: ClassVar[tuple[dict[str, Any], dict[str, Any], Mapping[str, str]]] = ({}, {}, {})
 
     @classmethod
     def settings_customise_sources(
@@ -92,8 +94,12 @@ class SidecarConfig(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        file_layer, set_layer = cls._layers
-        return (_Layer(settings_cls, set_layer), env_settings, _Layer(settings_cls, file_layer))
+        file_layer, set_layer, environ = cls._layers
+        return (
+            _Layer(settings_cls, set_layer),
+            _Env(settings_cls, environ),
+            _Layer(settings_cls, file_layer),
+        )
 
     @field_validator("max_task_idle_ms", mode="before")
     @classmethod
@@ -203,6 +209,18 @@ class _Layer(PydanticBaseSettingsSource):
         return dict(self.values)
 
 
+class _Env(EnvSettingsSource):
+    """``TIMESYNC_*`` variables from the mapping given to load_config() (os.environ by default)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        # Names are matched case-insensitively (the model is not case sensitive), as pydantic does.
+        return {name.lower(): value for name, value in self._environ.items()}
+
+
 FIELDS = tuple(SidecarConfig.model_fields)
 KEYS = {key_of(f): f for f in FIELDS}
 ENV_NAMES = {ENV_PREFIX + f.upper(): f for f in FIELDS}
@@ -275,7 +293,7 @@ def load_config(
             file_layer[field] = value
             origin[field] = str(path)
     for name in environ:
-        if name.upper().startswith(ENV_PREFIX):
+        if name.upper().startswith(ENV_PREFIX) and not name.upper().startswith(SPARK_ENV_PREFIX):
             env_field = ENV_NAMES.get(name.upper())
             if env_field is None:
                 raise ConfigError(f"config error: unknown environment variable {name} (no such key)")
@@ -288,19 +306,18 @@ def load_config(
         field = _field_for(key, "--set")
         set_layer[field] = value.strip()
         origin[field] = "--set"
-    env_only = {k: v for k, v in environ.items() if k.upper().startswith(ENV_PREFIX)}
-    SidecarConfig._layers = (file_layer, set_layer)
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.upper().startswith(ENV_PREFIX)}
-    os.environ.update(env_only)
+    env_only = {
+        k: v
+        for k, v in environ.items()
+        if k.upper().startswith(ENV_PREFIX) and not k.upper().startswith(SPARK_ENV_PREFIX)
+    }
+    SidecarConfig._layers = (file_layer, set_layer, env_only)
     try:
         return SidecarConfig()  # type: ignore[call-arg]  # required keys come from the sources
     except ValidationError as e:
         raise ConfigError(_one_line(e, origin, file_layer, set_layer, env_only)) from None
     finally:
-        SidecarConfig._layers = ({}, {})
-        for k in env_only:
-            os.environ.pop(k, None)
-        os.environ.update(saved)
+        SidecarConfig._layers = ({}, {}, {})
 
 
 def _one_line(

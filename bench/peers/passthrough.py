@@ -17,6 +17,8 @@ import contextlib
 import signal
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 import uvloop
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -26,21 +28,46 @@ from sidecar.kafka.admin import TopicSpec, ensure_topics, wait_for_partitions
 from sidecar.kafka.writer import BATCH_BYTES, MAX_MESSAGE_BYTES, OutputWriter
 
 
+def copy_into_batches(records: list[Any], new_batch: Callable[[], Any]) -> list[Any]:
+    """Append records as they are (key, value, timestamp, headers) straight into producer batches."""
+    batch = new_batch()
+    batches = [batch]
+    append = batch.append
+    for r in records:
+        headers = list(r.headers)  # aiokafka's record builder takes only a list
+        if append(timestamp=r.timestamp, key=r.key, value=r.value, headers=headers) is None:
+            batch = new_batch()
+            batches.append(batch)
+            append = batch.append
+            append(timestamp=r.timestamp, key=r.key, value=r.value, headers=headers)
+    return batches
+
+
 async def run(bootstrap: str, inputs: list[str], output: str, group: str, stop: asyncio.Event) -> int:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
         counts = await wait_for_partitions(admin, inputs)
-        await ensure_topics(admin, [TopicSpec(output, 1, configs={"max.message.bytes": str(MAX_MESSAGE_BYTES)})])
+        await ensure_topics(
+            admin, [TopicSpec(output, 1, configs={"max.message.bytes": str(MAX_MESSAGE_BYTES)})]
+        )
         await wait_for_partitions(admin, [output])
     finally:
         await admin.close()
     producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, compression_type="lz4", linger_ms=5,
-        max_batch_size=BATCH_BYTES, max_request_size=MAX_MESSAGE_BYTES,
+        bootstrap_servers=bootstrap,
+        acks="all",
+        enable_idempotence=True,
+        compression_type="lz4",
+        linger_ms=5,
+        max_batch_size=BATCH_BYTES,
+        max_request_size=MAX_MESSAGE_BYTES,
     )
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False, auto_offset_reset="earliest",
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
         fetch_max_wait_ms=100,
     )
     await producer.start()
@@ -67,11 +94,10 @@ async def run(bootstrap: str, inputs: list[str], output: str, group: str, stop: 
         while not stop.is_set():
             fetched = await consumer.getmany(timeout_ms=100, max_records=20_000)
             for tp, records in fetched.items():
-                out = [(r.key, r.value, r.timestamp, list(r.headers)) for r in records]
-                futures = await writer.write(output, 0, out)
+                futures = await writer.send(output, 0, copy_into_batches(records, producer.create_batch))
                 if futures:
                     futures[-1].add_done_callback(lambda f, o={tp: records[-1].offset + 1}: on_ack(o, f))
-                written += len(out)
+                written += len(records)
         await producer.flush()
     finally:
         commits.cancel()
@@ -85,7 +111,9 @@ async def run(bootstrap: str, inputs: list[str], output: str, group: str, stop: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.peers.passthrough", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.peers.passthrough", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--bootstrap-servers", required=True)
     parser.add_argument("--input-topics", required=True, help="comma list")
     parser.add_argument("--output-topic", required=True)
@@ -97,7 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        return await run(args.bootstrap_servers, args.input_topics.split(","), args.output_topic, args.group_id, stop)
+        return await run(
+            args.bootstrap_servers, args.input_topics.split(","), args.output_topic, args.group_id, stop
+        )
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         written = runner.run(serve())

@@ -12,7 +12,8 @@ source coordinates must be the only ones a consumer sees.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from sidecar.core.records import DeadLetter, Emit, InputRecord, Late
 
@@ -64,31 +65,63 @@ class Stamper:
         return cached
 
     def stamp(self, emit: Emit) -> list[OutputRecord]:
-        """The batch's ordered output, record for record."""
-        out: list[OutputRecord] = []
-        append = out.append
-        watermark = (WATERMARK, _ascii(emit.watermark))
+        """The batch's ordered output, record for record (for tests and small side outputs)."""
+        sink = _Collect()
+        self.stamp_into(emit, lambda: sink)
+        return sink.records
+
+    def stamp_into(self, emit: Emit, new_batch: Callable[[], BatchLike]) -> list[BatchLike]:
+        """Stamp the batch straight into producer batches; return them, in order, to be sent.
+
+        The sidecar's hottest loop after the Kafka client itself, so it builds nothing it need
+        not: no intermediate output records, headers as one tuple, the per-partition headers
+        looked up only when the source partition changes. ``new_batch`` makes an empty batch
+        (aiokafka's ``producer.create_batch``); a batch that returns ``None`` from ``append``
+        is full, and a fresh one always takes its first record.
+        """
+        batch = new_batch()
+        batches = [batch]
+        append = batch.append
+        watermark = (WATERMARK, b"%d" % emit.watermark)
         stream_time = emit.stream_time_before
-        late = set(emit.late)
+        late = set(emit.late) if emit.late else None
         enforced_from = emit.enforced_from
+        sources = self._sources
+        last_topic: str | None = None
+        last_partition = -1
+        topic_header = partition_header = watermark  # replaced at the first record
         for i, (record, ts) in enumerate(zip(emit.records, emit.timestamps, strict=True)):
             if ts > stream_time:
                 stream_time = ts
-            topic, partition = self._source(record)
-            headers = _carried(record.headers)
-            headers += (
-                topic,
-                partition,
-                (SOURCE_OFFSET, _ascii(record.offset)),
+            partition = record.partition
+            if partition != last_partition or record.topic is not last_topic:
+                last_topic, last_partition = record.topic, partition
+                cached = sources.get((last_topic, partition))
+                if cached is None:
+                    cached = self._source(record)
+                topic_header, partition_header = cached
+            # A list: aiokafka's record builder accepts no other sequence.
+            headers = [
+                topic_header,
+                partition_header,
+                (SOURCE_OFFSET, b"%d" % record.offset),
                 watermark,
-                (STREAM_TIME, _ascii(stream_time)),
-            )
-            if i in late:
+                (STREAM_TIME, b"%d" % stream_time),
+            ]
+            carried = record.headers
+            if carried:
+                headers[:0] = [h for h in carried if not h[0].startswith("timesync.")]
+            if late is not None and i in late:
                 headers.append(_LATE)
             if i >= enforced_from:
                 headers.append(_ENFORCED)
-            append((record.key, record.value, ts, headers))
-        return out
+            key, value = record.key, record.value
+            if append(timestamp=ts, key=key, value=value, headers=headers) is None:
+                batch = new_batch()
+                batches.append(batch)
+                append = batch.append
+                append(timestamp=ts, key=key, value=value, headers=headers)
+        return batches
 
     def late_record(self, late: Late, watermark: int) -> OutputRecord:
         """A late record routed to the late topic: stamped as it would have been, plus its lateness."""
@@ -104,6 +137,37 @@ class Stamper:
             (LATENESS, _ascii(late.lateness)),
         )
         return (late.record.key, late.record.value, late.timestamp, headers)
+
+
+class BatchLike(Protocol):
+    """What ``stamp_into`` fills: aiokafka's ``BatchBuilder`` fits."""
+
+    def append(
+        self,
+        *,
+        timestamp: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes]],
+    ) -> object | None: ...
+
+
+class _Collect:
+    """A batch that never fills, collecting output records as plain tuples."""
+
+    def __init__(self) -> None:
+        self.records: list[OutputRecord] = []
+
+    def append(
+        self,
+        *,
+        timestamp: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes]],
+    ) -> object | None:
+        self.records.append((key, value, timestamp, list(headers)))
+        return self
 
 
 def _carried(headers: Sequence[tuple[str, bytes]]) -> Headers:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
@@ -45,3 +46,8 @@ class OutputWriter:
         if batch.record_count():
             futures.append(await producer.send_batch(batch, topic, partition=partition))
         return futures
+
+    async def send(self, topic: str, partition: int, batches: Sequence[Any]) -> list[asyncio.Future[object]]:
+        """Send batches already filled (by ``Stamper.stamp_into``), in order."""
+        send_batch = self.producer.send_batch
+        return [await send_batch(b, topic, partition=partition) for b in batches if b.record_count()]

@@ -323,9 +323,10 @@ class Pipeline:
         if self._eos:
             await self._begin_transaction()
         futures = []
-        main = self._stamper.stamp(emit) if emit.records else []
-        if main:
-            futures += await writer.write(cfg.output_topic, run.out_partition, main)
+        if emit.records:
+            assert self._producer is not None
+            batches = self._stamper.stamp_into(emit, self._producer.create_batch)
+            futures += await writer.send(cfg.output_topic, run.out_partition, batches)
         if emit.late_routed and cfg.late_topic:
             late = [self._stamper.late_record(x, emit.watermark) for x in emit.late_routed]
             futures += await writer.write(cfg.late_topic, self._side_partition(cfg.late_topic, run), late)
@@ -335,7 +336,7 @@ class Pipeline:
                 dlq, self._side_partition(dlq, run), [dead_letter(d) for d in emit.dead_letters]
             )
             self.metrics.dropped.labels("dead-letter").inc(len(emit.dead_letters))
-        self._count(emit, len(main))
+        self._count(emit, len(emit.records))
         if self._eos:
             self._txn_batches.append((run, emit.batch_id))
             self._txn_futures += futures
