@@ -1,15 +1,28 @@
-"""``make demo``: the whole pipeline, end to end, on a local broker.
+"""``make demo``: the whole pipeline, end to end, on a local Kafka broker.
 
-Today it shows the problem timesync solves: a fast partition beside a slow, bursty one, read by
-a plain consumer, arrives far out of event-time order.
+1. A local broker (real Apache Kafka, KRaft) and a SparkSession start side by side.
+2. Ad impressions and clicks (4 + 4 partitions, about 100k records over 30 s) are produced
+   live; one impressions partition lags: every second it writes the records of 8–9 s ago.
+3. The timesync sidecar merges them into one ordered topic (``max.task.idle.ms=2500``: longer
+   than the gap between the lagging partition's bursts, so it is waited for, not skipped).
+4. While data flows, Spark counts impressions and clicks per ad over 5 s windows twice, reading
+   the ordered topic and reading the raw inputs, at the same watermark delay; then it joins
+   impressions with their clicks and emits per-key final results on the ordered topic.
+5. A summary compares what a plain consumer of the inputs sees with the ordered topic, and what
+   Spark dropped as late either way; ``demo-output/event-time-vs-arrival.png`` shows it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import sys
+import tempfile
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from rich.table import Table
@@ -17,71 +30,342 @@ from rich.table import Table
 from bench import kafka_io, workloads
 from bench.local_broker import kafka
 from bench.progress import console, track
+from bench.sidecar_process import SidecarProcess
 from sidecar.kafka.admin import TopicSpec
 
-FAST, SLOW = "demo.fast", "demo.slow"
+IMPRESSIONS, CLICKS, ORDERED = "demo.impressions", "demo.clicks", "demo.ordered"
+DURATION_S = 30.0
+IDLE_MS = 2_500
+LAG_MS = 8_000
+SPARK_DELAY_MS = 1_000
+OUT = Path("demo-output")
+SPARK_OUTPUTS = ("counts-ordered", "counts-raw", "clicks-joined", "final-per-ad")
 
 
-async def plain_consumer(bootstrap: str, expected: int, timeout_s: float) -> list[int]:
-    """Timestamps in the order a plain subscriber of both topics receives them, live."""
+@dataclass
+class Arrivals:
+    """What a consumer saw: (arrival ms since start, event time, partition label) in order."""
+
+    rows: list[tuple[float, int, str]] = field(default_factory=list)
+
+    @property
+    def timestamps(self) -> list[int]:
+        return [ts for _, ts, _ in self.rows]
+
+
+async def watch(bootstrap: str, topics: list[str], into: Arrivals, t0: float, stop: asyncio.Event) -> None:
+    """A plain consumer: records in the order they arrive, with the time they arrived."""
     consumer = AIOKafkaConsumer(
-        FAST,
-        SLOW,
+        *topics,
         bootstrap_servers=bootstrap,
         auto_offset_reset="earliest",
-        group_id=f"demo-plain-{time.time_ns()}",
+        group_id=f"demo-watch-{time.time_ns()}",
         enable_auto_commit=False,
+        fetch_max_wait_ms=50,
     )
     await consumer.start()
-    seen: list[int] = []
     try:
-        deadline = time.monotonic() + timeout_s
-        while len(seen) < expected and time.monotonic() < deadline:
-            for records in (await consumer.getmany(timeout_ms=200)).values():
-                seen.extend(r.timestamp for r in records)
+        while not stop.is_set():
+            for tp, records in (await consumer.getmany(timeout_ms=100)).items():
+                now = (time.monotonic() - t0) * 1000
+                label = f"{tp.topic.split('.')[-1]}[{tp.partition}]"
+                for r in records:
+                    if r.value:  # heartbeats (empty value) are not data
+                        into.rows.append((now, r.timestamp, label))
     finally:
         await consumer.stop()
-    return seen
 
 
-async def run(bootstrap: str) -> int:
-    base = int(time.time() * 1000) // 1000 * 1000
-    events = workloads.skewed(FAST, SLOW, base, duration_s=8.0, fast_rate=2_000.0, slow_rate=2.0, seed=7)
-    await kafka_io.create_topics(bootstrap, [TopicSpec(FAST), TopicSpec(SLOW)])
-    console.print(
-        f"[bold]workload[/]: {len(events)} records over 8 s — {FAST} at 2,000/s, "
-        f"{SLOW} sparse and written in bursts every 2.5 s"
+class SparkPart:
+    """The Spark side of the demo, run in worker threads (pyspark calls block).
+
+    Two queries run live while data flows — the same windowed count per ad, one reading the
+    ordered topic and one reading the raw inputs, at the same watermark delay — because what
+    Spark drops as late depends on when records arrive. The join and the per-key suppression
+    then run on the ordered topic as it stands (``available-now``): it is ordered, and its
+    heartbeats close the last windows, so their results are final.
+    """
+
+    def __init__(self, bootstrap: str, workdir: Path) -> None:
+        self.bootstrap = bootstrap
+        self.workdir = workdir
+        self.live: dict[str, Any] = {}
+        self.spark: Any = None
+
+    def start_session(self) -> None:
+        from spark_consumer.metrics import track_drops
+        from spark_consumer.session import SessionOptions, get_session
+
+        self.spark = get_session(SessionOptions(master="local[2]", app_name="timesync-demo"))
+        track_drops(self.spark)
+
+    def _jobs(self) -> dict[str, Any]:
+        from pyspark.sql.types import StructType
+
+        from spark_consumer.jobs import aggregate, join, suppress
+        from spark_consumer.options import AggSpec, WindowSpec
+        from spark_consumer.source import SourceOptions
+
+        schema = StructType.fromDDL("imp STRING, ad STRING, ts BIGINT")
+        window = WindowSpec("tumbling", size_ms=5_000)
+
+        def source(topic: str) -> SourceOptions:
+            return SourceOptions(self.bootstrap, topic, watermark_delay_ms=SPARK_DELAY_MS)
+
+        per_ad = aggregate.AggregateOptions(window, key_field="ad", value_schema=schema)
+        pairs = join.JoinOptions(
+            IMPRESSIONS, CLICKS, within_ms=10_000, key_field="imp", left_schema=schema, right_schema=schema
+        )
+        finals = suppress.SuppressOptions(
+            window,
+            grace_ms=1_000,
+            ttl_ms=60_000,
+            aggs=(AggSpec("count"),),
+            key_field="ad",
+            value_schema=schema,
+        )
+        return {
+            "counts-ordered": lambda: aggregate.build(self.spark, source(ORDERED), per_ad),
+            "counts-raw": lambda: aggregate.build(self.spark, source(f"{IMPRESSIONS},{CLICKS}"), per_ad),
+            "clicks-joined": lambda: join.build(self.spark, source(ORDERED), pairs),
+            "final-per-ad": lambda: suppress.build(self.spark, source(ORDERED), finals),
+        }
+
+    def _start(self, name: str, trigger: str | int) -> Any:
+        from spark_consumer.sinks import SinkOptions, start
+
+        sink = SinkOptions(
+            "kafka",
+            str(self.workdir / name),
+            self.bootstrap,
+            f"demo.{name}",
+            trigger=trigger,
+            query_name=name,
+        )
+        return start(self._jobs()[name](), sink)
+
+    def start_live(self) -> None:
+        for name in ("counts-ordered", "counts-raw"):
+            self.live[name] = self._start(name, 1_000)
+
+    def stop_live(self) -> dict[str, int]:
+        """Stop the live queries (each after its running micro-batch); rows each dropped as late."""
+        from spark_consumer.sinks import stop_between_batches
+
+        # Stopping streaming queries makes Spark log cancelled tasks; failures are checked below.
+        self.spark.sparkContext.setLogLevel("OFF")
+        dropped = {}
+        for name, query in self.live.items():
+            stop_between_batches(query)
+            dropped[name] = self._dropped(name, query)
+        return dropped
+
+    def run_to_end(self, name: str) -> int:
+        """Run a query over what the ordered topic holds now; return the rows it dropped as late."""
+        query = self._start(name, "available-now")
+        query.awaitTermination()
+        return self._dropped(name, query)
+
+    @staticmethod
+    def _dropped(name: str, query: Any) -> int:
+        from spark_consumer.metrics import drops
+
+        error = query.exception()
+        if error is not None:
+            raise RuntimeError(f"Spark query {name} failed: {str(error).splitlines()[0]}")
+        return drops(query).total
+
+    def stop(self) -> None:
+        if self.spark is not None:
+            self.spark.stop()
+
+
+async def count(bootstrap: str, topic: str) -> int:
+    return len(await kafka_io.read_topics(bootstrap, [topic], idle_s=1.0, timeout_s=30))
+
+
+def plot(raw: Arrivals, merged: Arrivals, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
+    base = min(ts for _, ts, _ in raw.rows + merged.rows)
+    for ax, arrivals, title in (
+        (axes[0], raw, "raw inputs, as a plain consumer sees them"),
+        (axes[1], merged, "timesync's ordered topic"),
+    ):
+        labels = sorted({label for *_, label in arrivals.rows})
+        for label in labels:
+            xs = [at / 1000 for at, _, lab in arrivals.rows if lab == label]
+            ys = [(ts - base) / 1000 for _, ts, lab in arrivals.rows if lab == label]
+            lagging = label == "impressions[3]"
+            ax.scatter(
+                xs,
+                ys,
+                s=2 if not lagging else 5,
+                label=label,
+                alpha=0.6,
+                color="crimson" if lagging else None,
+            )
+        ax.set_title(title)
+        ax.set_xlabel("arrival at the consumer (s since start)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("event time (s)")
+    axes[0].legend(markerscale=4, fontsize=7, loc="upper left")
+    fig.suptitle(
+        "Event time vs arrival: the lagging partition (red) arrives in bursts; timesync waits for it"
     )
-    reader = asyncio.create_task(plain_consumer(bootstrap, len(events), timeout_s=60))
-    with track("produce (live, paced)", total=len(events), every_s=2) as task:
-        await kafka_io.produce(bootstrap, events, paced=True, progress=task.update)
-    seen = await reader
-    late, worst = workloads.out_of_order(seen)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
-    table = Table(title="What a plain consumer of both topics sees")
-    table.add_column("records")
-    table.add_column("out of timestamp order", justify="right")
-    table.add_column("share", justify="right")
-    table.add_column("worst lateness", justify="right")
-    table.add_row(str(len(seen)), str(late), f"{late / max(1, len(seen)):.1%}", f"{worst} ms")
+
+async def run(bootstrap: str, spark: SparkPart, session_ready: asyncio.Future[None]) -> int:
+    outputs = [TopicSpec(f"demo.{name}") for name in SPARK_OUTPUTS]
+    await kafka_io.create_topics(bootstrap, [TopicSpec(IMPRESSIONS, 4), TopicSpec(CLICKS, 4), *outputs])
+    sidecar = SidecarProcess(
+        bootstrap,
+        [IMPRESSIONS, CLICKS],
+        ORDERED,
+        {"max.task.idle.ms": IDLE_MS, "watermark.heartbeat.ms": 500, "watermark.max.delay.ms": 2_000},
+        log_dir=OUT,
+    )
+    await sidecar.start()
+    console.print(f"sidecar healthy (max.task.idle.ms={IDLE_MS}); HTTP on 127.0.0.1:{sidecar.http_port}")
+    with track("Spark session", total=None) as _:
+        await session_ready
+    await asyncio.to_thread(spark.start_live)
+    console.print(
+        "Spark: counts per ad over 5 s windows running live, on the ordered topic and on the raw inputs"
+    )
+
+    # Event times follow the wall clock from now on, as in a live system.
+    events = workloads.ad_traffic(
+        IMPRESSIONS, CLICKS, int(time.time() * 1000), duration_s=DURATION_S, lag_ms=LAG_MS
+    )
+    console.print(
+        f"[bold]workload[/]: {len(events):,} records over {DURATION_S:.0f} s — impressions and clicks, "
+        f"4 partitions each; impressions[3] lags: every second it writes records {LAG_MS // 1000}–"
+        f"{LAG_MS // 1000 + 1} s old"
+    )
+    t0 = time.monotonic()
+    stop = asyncio.Event()
+    raw, merged = Arrivals(), Arrivals()
+    watchers = [
+        asyncio.create_task(watch(bootstrap, [IMPRESSIONS, CLICKS], raw, t0, stop)),
+        asyncio.create_task(watch(bootstrap, [ORDERED], merged, t0, stop)),
+    ]
+    with track("produce (live)", total=len(events), every_s=5) as task:
+        await kafka_io.produce(bootstrap, events, paced=True, progress=task.update)
+    with track(
+        "drain: the sidecar waits out each partition's idle time at the end", total=len(events)
+    ) as task:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            out = (await sidecar.status())["tasks"]["0"]["records_out"]
+            task.update(out)
+            if out >= len(events):
+                break
+            await asyncio.sleep(0.5)
+    with track("let the last windows close (heartbeats move Spark's watermark)", total=10, every_s=5) as task:
+        for s in range(10):
+            await asyncio.sleep(1)
+            task.update(s + 1)
+    stop.set()
+    await asyncio.gather(*watchers)
+    status = (await sidecar.status())["tasks"]["0"]
+    dropped = await asyncio.to_thread(spark.stop_live)
+    stopped = await sidecar.stop()
+    with track(
+        "Spark: impression–click join and final results per ad, on the ordered topic", total=2
+    ) as task:
+        dropped["clicks-joined"] = await asyncio.to_thread(spark.run_to_end, "clicks-joined")
+        task.update(1)
+        dropped["final-per-ad"] = await asyncio.to_thread(spark.run_to_end, "final-per-ad")
+        task.update(2)
+    await asyncio.to_thread(spark.stop)
+    finals = await count(bootstrap, "demo.final-per-ad")
+    joined = await count(bootstrap, "demo.clicks-joined")
+
+    raw_late, raw_worst = workloads.out_of_order(raw.timestamps)
+    merged_late, merged_worst = workloads.out_of_order(merged.timestamps)
+    table = Table(title="timesync demo — what each reader sees")
+    table.add_column("")
+    table.add_column("raw inputs (plain consumer)", justify="right")
+    table.add_column("ordered topic", justify="right")
+    table.add_row(
+        "records", f"{len(raw.rows):,}", f"{len(merged.rows):,} (sidecar wrote {status['records_out']:,})"
+    )
+    table.add_row(
+        "out of timestamp order",
+        f"{raw_late / max(1, len(raw.rows)):.1%} ({raw_late:,})",
+        f"{merged_late / max(1, len(merged.rows)):.1%} ({merged_late:,})",
+    )
+    table.add_row("worst lateness", f"{raw_worst:,} ms", f"{merged_worst:,} ms")
+    table.add_row("enforced / late (sidecar)", "—", f"{status['enforced']:,} / {status['late']:,}")
+    table.add_row(
+        f"Spark rows dropped as late, counts per ad (delay {SPARK_DELAY_MS} ms)",
+        f"{dropped['counts-raw']:,}",
+        f"{dropped['counts-ordered']:,}",
+    )
+    table.add_row(
+        "Spark join: impression–click pairs", "—", f"{joined:,} (dropped {dropped['clicks-joined']:,})"
+    )
+    table.add_row(
+        "Spark suppress: final results per ad and window",
+        "—",
+        f"{finals:,} (dropped {dropped['final-per-ad']:,})",
+    )
     console.print(table)
-    if len(seen) != len(events):
-        console.print(f"[red]expected {len(events)} records, read {len(seen)}[/]")
-        return 1
-    return 0
+    plot(raw, merged, OUT / "event-time-vs-arrival.png")
+    console.print(f"plot: {OUT / 'event-time-vs-arrival.png'}   sidecar log: {sidecar.log_path}")
+    ok = len(merged.rows) == len(events) and merged_late == 0 and stopped == 0
+    if not ok:
+        console.print(
+            "[red]the ordered topic is incomplete or out of order, or the sidecar did not stop "
+            "cleanly — see the sidecar log[/]"
+        )
+    return 0 if ok else 1
+
+
+async def main_async() -> int:
+    OUT.mkdir(exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="timesync-demo-"))
+    spark = SparkPart("", workdir)
+    loop = asyncio.get_running_loop()
+    session_ready: asyncio.Future[None] = loop.create_future()
+
+    async def start_spark() -> None:
+        try:
+            await asyncio.to_thread(spark.start_session)
+            session_ready.set_result(None)
+        except BaseException as e:  # surfaced where the demo waits for it
+            session_ready.set_exception(e)
+
+    spark_start = asyncio.create_task(start_spark())
+    await asyncio.sleep(0)  # hand the session start to its thread before the broker start blocks
+    try:
+        t0 = time.monotonic()
+        with kafka() as bootstrap:
+            console.print(f"Kafka broker up at {bootstrap} in {time.monotonic() - t0:.1f} s")
+            spark.bootstrap = bootstrap
+            code = await run(bootstrap, spark, session_ready)
+        console.print("broker stopped; demo done")
+        return code
+    finally:
+        await spark_start
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def main() -> int:
-    # aiokafka logs transient retries (a coordinator still electing itself) as errors; the demo
-    # reports what matters itself.
+    # aiokafka logs transient retries (a coordinator electing itself) as errors; the demo reports
+    # what matters itself.
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    console.print("[bold]timesync demo[/] — starting a local Kafka broker (KRaft)…")
-    t0 = time.monotonic()
-    with kafka() as bootstrap:
-        console.print(f"broker up at {bootstrap} in {time.monotonic() - t0:.1f} s")
-        code = asyncio.run(run(bootstrap))
-    console.print("broker stopped")
-    return code
+    console.print("[bold]timesync demo[/] — starting a local Kafka broker and a SparkSession…")
+    return asyncio.run(main_async())
 
 
 if __name__ == "__main__":

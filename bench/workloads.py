@@ -104,3 +104,66 @@ def with_offsets(events: list[Event]) -> list[tuple[Event, int]]:
         seen[(e.topic, e.partition)] = offset + 1
         out.append((e, offset))
     return out
+
+
+def ad_traffic(
+    impressions: str,
+    clicks: str,
+    base_ms: int,
+    duration_s: float = 30.0,
+    rate: float = 3_000.0,
+    click_share: float = 0.1,
+    partitions: int = 4,
+    lagging_partition: int = 3,
+    burst_every_ms: int = 1_000,
+    lag_ms: int = 3_000,
+    ads: int = 40,
+    seed: int = 11,
+) -> list[Event]:
+    """Ad impressions and the clicks that follow them, keyed by ad, ``partitions`` each.
+
+    One impressions partition is lagging and bursty: its producer runs ``lag_ms`` behind and
+    writes every ``burst_every_ms`` the records of the interval that ended ``lag_ms`` earlier
+    (its event times start ``lag_ms`` before the others' and it goes on ``lag_ms`` longer) — the
+    partition that makes a plain consumer, and Spark reading it, see old impressions after newer
+    ones. Clicks come 0.2–5 s after their impression and name it (``imp``), so a join can pair
+    them. Event times are ``base_ms`` + the send time for every other partition.
+    """
+    rng = random.Random(seed)
+    events: list[Event] = []
+    per_partition = rate / partitions
+    impression = 0
+    for partition in range(partitions):
+        lagging = partition == lagging_partition
+        span_ms = duration_s * 1000 + (lag_ms if lagging else 0)
+        for n in range(int(span_ms * per_partition / 1000)):
+            at = int(n * 1000 / per_partition)
+            ad = partition + partitions * rng.randrange(ads // partitions)
+            key = b"ad-%d" % ad
+            if lagging:
+                ts, send_at = base_ms - lag_ms + at, (at // burst_every_ms + 1) * burst_every_ms
+            else:
+                ts, send_at = base_ms + at, at
+            impression += 1
+            events.append(Event(impressions, partition, ts, key, _ad_value(impression, ad, ts), send_at))
+            if rng.random() < click_share:
+                delay = rng.randrange(200, 5_000)
+                click_ts = ts + delay
+                events.append(
+                    Event(
+                        clicks,
+                        partition,
+                        click_ts,
+                        key,
+                        _ad_value(impression, ad, click_ts),
+                        click_ts - base_ms,
+                    )
+                )
+    # Within a partition, records are written in event-time order (Kafka keeps per-partition order).
+    events = [e for e in events if e.send_at_ms >= 0]
+    events.sort(key=lambda e: (e.send_at_ms, e.ts))
+    return events
+
+
+def _ad_value(impression: int, ad: int, ts: int) -> bytes:
+    return orjson.dumps({"imp": f"i{impression}", "ad": f"ad-{ad}", "ts": ts})

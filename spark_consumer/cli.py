@@ -14,7 +14,6 @@ import asyncio
 import signal
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -24,7 +23,6 @@ from spark_consumer.options import AggSpec, UsageError, WindowSpec, check_field,
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-    from pyspark.sql.streaming.query import StreamingQuery
 
     from spark_consumer.jobs import JobOutput
 
@@ -317,7 +315,7 @@ def run(plan: Plan) -> int:
         # A short timeout keeps the main thread returning to Python, where signals are handled.
         while query.isActive and not stop.is_set():
             query.awaitTermination(1)
-        _stop_between_batches(query)
+        sinks.stop_between_batches(query)
         error = query.exception()
         dropped = metrics.drops(query)
     except StreamingQueryException as e:
@@ -344,20 +342,6 @@ def run(plan: Plan) -> int:
         print(f"{PROG}: error: {_first_line(error)}", file=sys.stderr)
         return 1
     return 0
-
-
-def _stop_between_batches(query: StreamingQuery, timeout_s: float = 30.0) -> None:
-    """Stop ``query``, after its running micro-batch (if any) finishes.
-
-    ``StreamingQuery.stop()`` interrupts a running batch (which Spark then retries after a
-    restart, and logs as aborted writes and cancelled tasks); waiting for the trigger to go idle
-    first makes a clean stop the usual case.
-    """
-    deadline = time.monotonic() + timeout_s
-    while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if query.isActive:
-        query.stop()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,6 +12,7 @@ consumer of the output topic reads it with a ``TimestampExtractor`` over the hea
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -93,3 +94,17 @@ def start(output: JobOutput, sink: SinkOptions) -> StreamingQuery:
     else:
         writer = writer.format("parquet").option("path", str(sink.path))
     return writer.start()
+
+
+def stop_between_batches(query: StreamingQuery, timeout_s: float = 30.0) -> None:
+    """Stop ``query``, after its running micro-batch (if any) finishes.
+
+    ``StreamingQuery.stop()`` interrupts a running batch (which Spark then retries after a
+    restart, and logs as aborted writes and cancelled tasks); waiting for the trigger to go idle
+    first makes a clean stop the usual case.
+    """
+    deadline = time.monotonic() + timeout_s
+    while query.isActive and query.status["isTriggerActive"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if query.isActive:
+        query.stop()
