@@ -28,15 +28,17 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-# Header names, as the sidecar's stamping writes them.
-SOURCE_TOPIC = "timesync.source.topic"
-SOURCE_PARTITION = "timesync.source.partition"
-SOURCE_OFFSET = "timesync.source.offset"
-WATERMARK = "timesync.watermark"
-STREAM_TIME = "timesync.stream.time"
-LATE = "timesync.late"
-ENFORCED = "timesync.enforced"
-CONTROL = "timesync.control"
+# Header names: the one place that defines them is the sidecar's stamping module.
+from sidecar.core.stamping import (
+    CONTROL,
+    ENFORCED,
+    LATE,
+    SOURCE_OFFSET,
+    SOURCE_PARTITION,
+    SOURCE_TOPIC,
+    STREAM_TIME,
+    WATERMARK,
+)
 
 EVENT_TIME = "event_time"  # TIMESTAMP: the Kafka record timestamp, the column Spark's watermark tracks
 TS = "ts"  # the same instant as epoch milliseconds (BIGINT)

@@ -3,7 +3,8 @@
 The one place the tests build ordered-topic records: key and JSON value as the input had them,
 Kafka timestamp = event time, ``timesync.*`` headers as DESIGN.md's table says (ASCII decimal),
 and heartbeats (null key, empty value, timestamp = watermark, ``timesync.control=watermark``).
-Once the sidecar's stamping module exists, :class:`Stamper` can delegate to it.
+The headers themselves come from the sidecar's own stamping module; only the watermark and
+stream time are played here, so that a test can set them exactly.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 
 from bench.kafka_io import create_topics
+from sidecar.core import Emit, Record, stamping
 from sidecar.kafka.admin import TopicSpec
 
 
@@ -26,10 +28,6 @@ class OrderedRecord:
     value: bytes
     timestamp: int
     headers: tuple[tuple[str, bytes], ...]
-
-
-def _dec(n: int) -> bytes:
-    return b"%d" % n
 
 
 @dataclass
@@ -61,31 +59,24 @@ class Stamper:
             offset = self.offsets.get((topic, partition), 0)
             self.offsets[(topic, partition)] = offset + 1
         late = ts < self.stream_time
+        before = self.stream_time
         self.stream_time = max(self.stream_time, ts)
         self.watermark = max(self.watermark, self.stream_time - self.watermark_delay_ms)
-        headers = [
-            ("timesync.source.topic", topic.encode()),
-            ("timesync.source.partition", _dec(partition)),
-            ("timesync.source.offset", _dec(offset)),
-            ("timesync.watermark", _dec(self.watermark)),
-            ("timesync.stream.time", _dec(self.stream_time)),
-        ]
-        if late:
-            headers.append(("timesync.late", b"1"))
-        if enforced:
-            headers.append(("timesync.enforced", b"1"))
         raw = value if isinstance(value, bytes) else json.dumps(value).encode()
         k = key.encode() if isinstance(key, str) else key
+        record = Record(topic, partition, offset, ts, key=k, value=raw)
+        emit = Emit(0, [record], [ts], self.watermark, before, 0 if enforced else 1, late=[0] if late else [])
+        ((_, _, _, headers),) = stamping.Stamper().stamp(emit)
         return OrderedRecord(k, raw, ts, tuple(headers))
 
     def heartbeat(self, watermark: int | None = None) -> OrderedRecord:
         """A control record at ``watermark`` (default: the current one, which it raises to)."""
         if watermark is not None:
             self.watermark = max(self.watermark, watermark)
-        wm = self.watermark
-        return OrderedRecord(
-            None, b"", wm, (("timesync.control", b"watermark"), ("timesync.watermark", _dec(wm)))
-        )
+        key, value, ts, headers = stamping.heartbeat(self.watermark)
+        assert value is not None
+        assert ts is not None
+        return OrderedRecord(key, value, ts, tuple(headers))
 
 
 async def create_ordered_topic(bootstrap: str, topic: str) -> None:

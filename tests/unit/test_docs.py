@@ -36,7 +36,8 @@ def test_documented_defaults_match_the_model() -> None:
     text = configuration_section()
     for name, field in SidecarConfig.model_fields.items():
         if field.is_required():
-            assert re.search(rf"^\| `{re.escape(key_of(name))}` \| required \|", text, flags=re.M), key_of(name)
+            required = rf"^\| `{re.escape(key_of(name))}` \| required \|"
+            assert re.search(required, text, flags=re.M), key_of(name)
             continue
         default = field.default
         if isinstance(default, bool):
@@ -45,7 +46,8 @@ def test_documented_defaults_match_the_model() -> None:
             continue
         row = re.search(rf"^\| `{re.escape(key_of(name))}`[^|]*\| ([^|]+) \|", text, flags=re.M)
         assert row is not None, key_of(name)
-        assert f"`{default}`" in row.group(1), f"{key_of(name)}: documented {row.group(1)!r}, model {default!r}"
+        documented = row.group(1)
+        assert f"`{default}`" in documented, f"{key_of(name)}: documented {documented!r}, model {default!r}"
 
 
 def test_every_metric_is_documented() -> None:
