@@ -29,6 +29,13 @@ JsonUnit = Literal["ms", "s", "iso"]
 INVALID = -1
 #: Kafka timestamps are signed 64-bit milliseconds.
 MAX_TIMESTAMP = 2**63 - 1
+#: How far an event time read from the value may run ahead of its record's Kafka timestamp:
+#: Kafka 4's default ``log.message.timestamp.after.max.ms``. A broker refuses a CreateTime record
+#: stamped further ahead of its clock than that (the *whole* produce batch fails), and the
+#: output record carries the event time; an event is not produced hours before it happens,
+#: so such values are almost always unit mistakes (µs read as ms, ms read as s). Judged against
+#: the record's own timestamp, not a clock, so a replay decides the same.
+MAX_FUTURE_MS = 3_600_000
 
 
 class InvalidTimestampError(Exception):
@@ -77,7 +84,8 @@ class JsonTimestamp:
 
     Units: ``ms`` (default) and ``s`` take a number (or a string holding one; seconds may have a
     fraction); ``iso`` takes an ISO-8601 string with a zone (``2024-05-01T12:00:00Z``). A naive
-    time is invalid: guessing its zone would silently shift events by hours.
+    time is invalid: guessing its zone would silently shift events by hours. So is a time more
+    than ``MAX_FUTURE_MS`` after the record's own Kafka timestamp (see there).
     """
 
     uses_record_time = False
@@ -124,7 +132,13 @@ class JsonTimestamp:
             if part not in node:
                 raise _Invalid(f"field {'.'.join(walked)} is missing")
             node = node[part]
-        return self._convert(node)
+        ms = self._convert(node)
+        if record.timestamp >= 0 and ms - record.timestamp > MAX_FUTURE_MS:
+            raise _Invalid(
+                f"field {'.'.join(self.path)} is in the future: {ms} is more than 1 h after the record's "
+                f"Kafka timestamp {record.timestamp}"
+            )
+        return ms
 
     def _convert(self, node: object) -> int:
         field = ".".join(self.path)
