@@ -128,20 +128,20 @@ class JsonTimestamp:
         for part in self.path:
             walked.append(part)
             if not isinstance(node, dict):
-                raise _Invalid(f"{'.'.join(walked[:-1]) or 'value'} is not a JSON object")
+                raise _Invalid(f"{_dotted(walked[:-1]) or 'value'} is not a JSON object")
             if part not in node:
-                raise _Invalid(f"field {'.'.join(walked)} is missing")
+                raise _Invalid(f"field {_dotted(walked)} is missing")
             node = node[part]
         ms = self._convert(node)
         if record.timestamp >= 0 and ms - record.timestamp > MAX_FUTURE_MS:
             raise _Invalid(
-                f"field {'.'.join(self.path)} is in the future: {ms} is more than 1 h after the record's "
+                f"field {_dotted(self.path)} is in the future: {ms} is more than 1 h after the record's "
                 f"Kafka timestamp {record.timestamp}"
             )
         return ms
 
     def _convert(self, node: object) -> int:
-        field = ".".join(self.path)
+        field = _dotted(self.path)
         if self.unit == "iso":
             if not isinstance(node, str):
                 raise _Invalid(f"field {field} is not an ISO-8601 string: {_short(node)}")
@@ -162,9 +162,9 @@ class JsonTimestamp:
                 raise _Invalid(f"field {field} is not finite: {_short(node)}")
             ms = int(number)
         if ms < 0:
-            raise _Invalid(f"field {field} is negative: {ms}")
+            raise _Invalid(f"field {field} is negative: {_short(node)}")
         if ms > MAX_TIMESTAMP:
-            raise _Invalid(f"field {field} is beyond Kafka's timestamp range: {ms}")
+            raise _Invalid(f"field {field} is beyond Kafka's timestamp range: {_short(node)}")
         return ms
 
 
@@ -196,6 +196,13 @@ def _iso_to_ms(moment: datetime) -> int:
     naive_utc = moment.replace(tzinfo=None) - (offset if offset is not None else timedelta(0))
     delta = naive_utc - datetime(1970, 1, 1)
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def _dotted(path: Sequence[str]) -> str:
+    """A JSON path for a reason: as written, or quoted when a name holds a line break or the like
+    (a reason is one line: it becomes a DLQ header and the sidecar's error line)."""
+    text = ".".join(path)
+    return text if text.isprintable() else repr(text)
 
 
 def _short(node: object) -> str:
