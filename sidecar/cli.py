@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import os
 import signal
 import sys
 import warnings
@@ -92,8 +93,10 @@ async def serve(config: SidecarConfig) -> None:
         try:
             http = await start_http(pipeline, config.http_host, config.http_port)
         except OSError as e:
+            # asyncio words strerror as "error while attempting to bind on address (...): ..."
+            reason = os.strerror(e.errno) if e.errno else e.strerror
             raise FatalError(
-                f"cannot serve HTTP on {config.http_host}:{config.http_port}: {e.strerror}"
+                f"cannot serve HTTP on {config.http_host}:{config.http_port}: {reason}"
             ) from None
     log = logging.getLogger("timesync")
     log.info(

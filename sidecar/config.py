@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -48,9 +49,9 @@ class SidecarConfig(BaseSettings):
         env_prefix=ENV_PREFIX, extra="forbid", frozen=True, case_sensitive=False
     )
 
-    bootstrap_servers: str
+    bootstrap_servers: str = Field(min_length=1)
     input_topics: str
-    output_topic: str
+    output_topic: str = Field(min_length=1)
     group_id: str = ""
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"
     task_grouping: Literal["single", "partition"] = "single"
@@ -238,44 +239,69 @@ def _field_for(key: str, source: str) -> str:
 def read_file(path: Path) -> dict[str, str]:
     """Key → raw value from a ``.properties`` file or a YAML mapping (nested maps join with dots)."""
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"config error: cannot read config file {str(path)!r}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"config error: config file {str(path)!r} is not UTF-8 text (byte {e.start})"
+        ) from None
     if path.suffix in {".yaml", ".yml"}:
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as e:
-            raise ConfigError(f"config error: {path} is not valid YAML: {str(e).splitlines()[0]}") from None
+            raise ConfigError(
+                f"config error: {str(path)!r} is not valid YAML: {str(e).splitlines()[0]}"
+            ) from None
         if data is None:
             return {}
         if not isinstance(data, dict):
-            raise ConfigError(f"config error: {path} must hold a mapping of keys to values")
-        return _flatten(data)
+            raise ConfigError(f"config error: {str(path)!r} must hold a mapping of keys to values")
+        return _flatten(data, source=str(path))
     out = {}
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line[0] in "#!":
             continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if sep <= 0:
-            raise ConfigError(f"config error: {path}:{number}: expected key=value, got {line!r}")
-        out[line[:sep].strip()] = line[sep + 1 :].strip()
+        # As java.util.Properties: the key ends at the first '=', ':' or whitespace. The line is
+        # never echoed in an error: it may hold a password.
+        match = _PROPERTY.fullmatch(line)
+        if match is None:
+            raise ConfigError(f"config error: {str(path)!r} line {number}: expected key=value, found no key")
+        out[match[1]] = match[2].strip()
     return out
 
 
-def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+_PROPERTY = re.compile(r"([^=:\s]+)\s*[=:]?(.*)", re.DOTALL)
+
+
+def _flatten(data: Mapping[Any, Any], prefix: str = "", source: str = "") -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in data.items():
         dotted = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            out.update(_flatten(value, dotted + "."))
+            if not any(k.startswith(dotted + ".") for k in KEYS):
+                # No key lives under this prefix: stop here (YAML aliases can nest without end).
+                _field_for(dotted, source)
+            out.update(_flatten(value, dotted + ".", source))
         elif isinstance(value, list):
-            out[dotted] = ",".join(str(v) for v in value)
-        elif isinstance(value, bool):
-            out[dotted] = "true" if value else "false"
+            # Only plain values: a nested list would be stringified (and YAML aliases can make
+            # that exponential), and no key takes one.
+            if any(isinstance(v, list | Mapping) for v in value):
+                raise ConfigError(
+                    f"config error: {dotted!r} (from {source}) is a list holding lists or mappings; "
+                    "a list may hold plain values only"
+                )
+            out[dotted] = ",".join(_scalar(v) for v in value)
         else:
-            out[dotted] = "" if value is None else str(value)
+            out[dotted] = _scalar(value)
     return out
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
 
 
 def load_config(
@@ -296,13 +322,17 @@ def load_config(
         if name.upper().startswith(ENV_PREFIX) and not name.upper().startswith(SPARK_ENV_PREFIX):
             env_field = ENV_NAMES.get(name.upper())
             if env_field is None:
-                raise ConfigError(f"config error: unknown environment variable {name} (no such key)")
+                hint = difflib.get_close_matches(name.upper(), ENV_NAMES, n=1)
+                suffix = f"; did you mean {hint[0]}?" if hint else ""
+                raise ConfigError(
+                    f"config error: unknown environment variable {name!r} (no such key){suffix}"
+                )
             origin[env_field] = f"env {name}"
     set_layer: dict[str, Any] = {}
     for item in sets:
         key, sep, value = item.partition("=")
         if not sep:
-            raise ConfigError(f"config error: --set expects key=value, got {item!r}")
+            raise ConfigError(f"config error: --set expects key=value, got {_without_secret(item)}")
         field = _field_for(key, "--set")
         set_layer[field] = value.strip()
         origin[field] = "--set"
@@ -318,6 +348,19 @@ def load_config(
         raise ConfigError(_one_line(e, origin, file_layer, set_layer, env_only)) from None
     finally:
         SidecarConfig._layers = ({}, {}, {})
+
+
+SECRET_KEYS = tuple(
+    key_of(f) for f, info in SidecarConfig.model_fields.items() if info.annotation is SecretStr
+)
+
+
+def _without_secret(item: str) -> str:
+    """``item`` quoted for an error message, unless it starts with a secret key (then only the key)."""
+    for key in SECRET_KEYS:
+        if item.strip().startswith(key):
+            return f"{key!r} followed by a hidden value"
+    return repr(item)
 
 
 def _one_line(

@@ -20,6 +20,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from spark_consumer.options import AggSpec, UsageError, WindowSpec, check_field, parse_duration
+from spark_consumer.security import MECHANISMS, PROTOCOLS, KafkaSecurity
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -66,6 +67,24 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="passed to the Kafka source and sink, e.g. kafka.security.protocol=SSL",
+    )
+    sec = common.add_argument_group(
+        "security (passwords from $TIMESYNC_SPARK_SASL_PASSWORD and $TIMESYNC_SPARK_SSL_PASSWORD)"
+    )
+    sec.add_argument("--security-protocol", choices=PROTOCOLS, help="as the sidecar's security.protocol")
+    sec.add_argument("--sasl-mechanism", choices=MECHANISMS, help="default PLAIN")
+    sec.add_argument("--sasl-username", metavar="NAME")
+    sec.add_argument("--ssl-cafile", metavar="PEM", help="CA certificates to trust (PEM)")
+    sec.add_argument(
+        "--no-ssl-check-hostname",
+        dest="ssl_check_hostname",
+        action="store_false",
+        help="accept a broker certificate that does not name the host",
+    )
+    sec.add_argument(
+        "--ssl-keystore",
+        metavar="FILE",
+        help="client certificate and key: .p12/.pfx (PKCS#12), .jks, or .pem (key and chain in one file)",
     )
     val = common.add_argument_group("values")
     val.add_argument(
@@ -164,13 +183,23 @@ class Plan:
 
         self.args = args
         self.job: str = args.job
+        self.security = KafkaSecurity.from_args(
+            args.security_protocol,
+            args.sasl_mechanism,
+            args.sasl_username,
+            args.ssl_cafile,
+            args.ssl_check_hostname,
+            args.ssl_keystore,
+        )
+        # The security settings first: an explicit --kafka-option wins.
+        kafka_options = {**self.security.kafka_options(), **dict(args.kafka_option)}
         self.source = SourceOptions(
             bootstrap_servers=args.bootstrap_servers,
             topic=args.topic,
             watermark_delay_ms=parse_duration(args.watermark_delay, "--watermark-delay", allow_zero=True),
             starting_offsets=args.starting_offsets,
             max_offsets_per_trigger=args.max_offsets_per_trigger,
-            kafka_options=dict(args.kafka_option),
+            kafka_options=kafka_options,
         )
         self.sink = SinkOptions(
             kind=args.sink,
@@ -180,7 +209,7 @@ class Plan:
             path=args.path,
             trigger=_trigger(args.trigger),
             query_name=f"timesync-{args.job}",
-            kafka_options={k: v for k, v in args.kafka_option if k.startswith("kafka.")},
+            kafka_options={k: v for k, v in kafka_options.items() if k.startswith("kafka.")},
         )
         if args.key_field is not None:
             check_field(args.key_field, "--key-field")
@@ -261,7 +290,9 @@ def _ensure_output_topic(plan: Plan) -> None:
 
     async def create() -> None:
         admin = AIOKafkaAdminClient(
-            bootstrap_servers=plan.source.bootstrap_servers, request_timeout_ms=10_000
+            bootstrap_servers=plan.source.bootstrap_servers,
+            request_timeout_ms=10_000,
+            **plan.security.aiokafka_options(),
         )
         await admin.start()
         try:

@@ -29,6 +29,13 @@ JsonUnit = Literal["ms", "s", "iso"]
 INVALID = -1
 #: Kafka timestamps are signed 64-bit milliseconds.
 MAX_TIMESTAMP = 2**63 - 1
+#: How far an event time read from the value may run ahead of its record's Kafka timestamp:
+#: Kafka 4's default ``log.message.timestamp.after.max.ms``. A broker refuses a CreateTime record
+#: stamped further ahead of its clock than that (the *whole* produce batch fails), and the
+#: output record carries the event time; an event is not produced hours before it happens,
+#: so such values are almost always unit mistakes (µs read as ms, ms read as s). Judged against
+#: the record's own timestamp, not a clock, so a replay decides the same.
+MAX_FUTURE_MS = 3_600_000
 
 
 class InvalidTimestampError(Exception):
@@ -77,7 +84,8 @@ class JsonTimestamp:
 
     Units: ``ms`` (default) and ``s`` take a number (or a string holding one; seconds may have a
     fraction); ``iso`` takes an ISO-8601 string with a zone (``2024-05-01T12:00:00Z``). A naive
-    time is invalid: guessing its zone would silently shift events by hours.
+    time is invalid: guessing its zone would silently shift events by hours. So is a time more
+    than ``MAX_FUTURE_MS`` after the record's own Kafka timestamp (see there).
     """
 
     uses_record_time = False
@@ -120,14 +128,20 @@ class JsonTimestamp:
         for part in self.path:
             walked.append(part)
             if not isinstance(node, dict):
-                raise _Invalid(f"{'.'.join(walked[:-1]) or 'value'} is not a JSON object")
+                raise _Invalid(f"{_dotted(walked[:-1]) or 'value'} is not a JSON object")
             if part not in node:
-                raise _Invalid(f"field {'.'.join(walked)} is missing")
+                raise _Invalid(f"field {_dotted(walked)} is missing")
             node = node[part]
-        return self._convert(node)
+        ms = self._convert(node)
+        if record.timestamp >= 0 and ms - record.timestamp > MAX_FUTURE_MS:
+            raise _Invalid(
+                f"field {_dotted(self.path)} is in the future: {ms} is more than 1 h after the record's "
+                f"Kafka timestamp {record.timestamp}"
+            )
+        return ms
 
     def _convert(self, node: object) -> int:
-        field = ".".join(self.path)
+        field = _dotted(self.path)
         if self.unit == "iso":
             if not isinstance(node, str):
                 raise _Invalid(f"field {field} is not an ISO-8601 string: {_short(node)}")
@@ -148,9 +162,9 @@ class JsonTimestamp:
                 raise _Invalid(f"field {field} is not finite: {_short(node)}")
             ms = int(number)
         if ms < 0:
-            raise _Invalid(f"field {field} is negative: {ms}")
+            raise _Invalid(f"field {field} is negative: {_short(node)}")
         if ms > MAX_TIMESTAMP:
-            raise _Invalid(f"field {field} is beyond Kafka's timestamp range: {ms}")
+            raise _Invalid(f"field {field} is beyond Kafka's timestamp range: {_short(node)}")
         return ms
 
 
@@ -182,6 +196,13 @@ def _iso_to_ms(moment: datetime) -> int:
     naive_utc = moment.replace(tzinfo=None) - (offset if offset is not None else timedelta(0))
     delta = naive_utc - datetime(1970, 1, 1)
     return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def _dotted(path: Sequence[str]) -> str:
+    """A JSON path for a reason: as written, or quoted when a name holds a line break or the like
+    (a reason is one line: it becomes a DLQ header and the sidecar's error line)."""
+    text = ".".join(path)
+    return text if text.isprintable() else repr(text)
 
 
 def _short(node: object) -> str:

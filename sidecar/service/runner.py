@@ -40,7 +40,7 @@ from sidecar.core.task import Idle, NeedFetch, WaitUntil
 from sidecar.core.timestamps import InvalidTimestampError
 from sidecar.kafka.admin import TopicSpec, ensure_topics, partition_counts, wait_for_partitions
 from sidecar.kafka.assignor import TaskAssignor
-from sidecar.kafka.clients import client_options
+from sidecar.kafka.clients import client_options, start_client
 from sidecar.kafka.writer import BATCH_BYTES, MAX_MESSAGE_BYTES, OutputWriter
 from sidecar.service.health import Health
 from sidecar.service.metrics import Metrics
@@ -163,7 +163,7 @@ class Pipeline:
 
     async def _connect(self, starting: Any, what: str) -> None:
         try:
-            await starting
+            await start_client(starting)
         except KafkaError as e:
             raise FatalError(
                 f"cannot connect {what} to {self.config.bootstrap_servers}: {_describe(e)}"

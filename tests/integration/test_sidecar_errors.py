@@ -64,10 +64,11 @@ def test_a_missing_required_key_exits_2() -> None:
     ]
 
 
-def bad_and_good(topic: str) -> list[Event]:
+def bad_and_good(topic: str, bad: bytes = b"not json at all") -> list[Event]:
+    """Six records with Kafka timestamp 1: offset 1 is ``bad``, 3 and 4 are bad too."""
     values = [
         orjson.dumps({"ts": 1_000}),
-        b"not json at all",
+        bad,
         orjson.dumps({"ts": 2_000}),
         orjson.dumps({"other": 1}),
         orjson.dumps({"ts": "soon"}),
@@ -112,12 +113,23 @@ async def test_invalid_json_timestamps_with_tolerance_all_land_in_the_dlq_with_r
     ]
 
 
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        (b"not json at all", "value is not JSON"),
+        # More than 1 h after the record's timestamp (1): Kafka would refuse it on the output topic.
+        (
+            orjson.dumps({"ts": 3_600_002}),
+            "field ts is in the future: 3600002 is more than 1 h after the record's Kafka timestamp 1",
+        ),
+    ],
+)
 async def test_invalid_json_timestamps_with_tolerance_none_stop_with_exit_1_naming_the_record(
-    bootstrap: str, topic_name: Callable[[str], str], sidecar: StartSidecar
+    bootstrap: str, topic_name: Callable[[str], str], sidecar: StartSidecar, bad: bytes, reason: str
 ) -> None:
     src, out = topic_name("in"), topic_name("out")
     await kafka_io.create_topics(bootstrap, [TopicSpec(src)])
-    await kafka_io.produce(bootstrap, bad_and_good(src))
+    await kafka_io.produce(bootstrap, bad_and_good(src, bad))
 
     process = await sidecar(
         [src],
@@ -133,7 +145,7 @@ async def test_invalid_json_timestamps_with_tolerance_none_stop_with_exit_1_nami
     assert code == 1
     last = process.log_tail(1)
     assert (
-        last == f"timesync-sidecar: invalid timestamp in {src}[0] at offset 1: value is not JSON; "
+        last == f"timesync-sidecar: invalid timestamp in {src}[0] at offset 1: {reason}; "
         "stopping (timestamp.invalid=fail, errors.tolerance=none)"
     )
     consumer = AIOKafkaConsumer(

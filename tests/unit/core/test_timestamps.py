@@ -10,9 +10,12 @@ from sidecar.core.deadletters import DeadLetterRatioExceeded
 
 from .helpers import A0, B0, drain, task
 
+#: The records' Kafka timestamp: when they were produced (2027), after every event time below.
+PRODUCED_AT = 1_800_000_000_000
+
 
 def json_record(value: object, offset: int = 0, raw: bytes | None = None) -> Record:
-    return Record("a", 0, offset, 999, value=raw if raw is not None else orjson.dumps(value))
+    return Record("a", 0, offset, PRODUCED_AT, value=raw if raw is not None else orjson.dumps(value))
 
 
 def one(spec: str, value: object = None, raw: bytes | None = None) -> int:
@@ -63,6 +66,23 @@ def test_json_iso_needs_a_zone() -> None:
 def test_invalid_json_timestamps_are_explained(value: object, raw: bytes | None, reason: str) -> None:
     assert one("json:ts", value, raw) == -1
     assert reason in why("json:ts", value, raw)
+
+
+def test_an_event_time_more_than_an_hour_after_the_record_was_produced_is_invalid() -> None:
+    """What Kafka's default log.message.timestamp.after.max.ms would refuse on the output topic."""
+    hour = 3_600_000
+    assert one("json:ts", {"ts": PRODUCED_AT + hour}) == PRODUCED_AT + hour
+    assert one("json:ts", {"ts": PRODUCED_AT + hour + 1}) == -1
+    assert why("json:ts", {"ts": PRODUCED_AT * 1000}) == (
+        f"field ts is in the future: {PRODUCED_AT * 1000} is more than 1 h after the record's "
+        f"Kafka timestamp {PRODUCED_AT}"
+    ), "microseconds read as milliseconds"
+    assert one("json:t:s", {"t": PRODUCED_AT}) == -1, "milliseconds read as seconds"
+
+
+def test_a_record_without_a_kafka_timestamp_has_no_future_bound() -> None:
+    record = Record("a", 0, 0, -1, value=orjson.dumps({"ts": 2**62}))
+    assert parse_extractor("json:ts").extract_all([record]) == [2**62]
 
 
 def test_null_value_is_invalid() -> None:
