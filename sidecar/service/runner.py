@@ -174,7 +174,7 @@ class Pipeline:
         cfg = self.config
         admin = AIOKafkaAdminClient(**options)
         try:
-            await self._connect(admin.start(), "to the cluster")
+            await self._connect(admin.start(), "the admin client")
             counts = await partition_counts(admin, cfg.topics)
             missing = [t for t in cfg.topics if t not in counts]
             if missing:
