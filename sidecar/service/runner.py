@@ -205,7 +205,9 @@ class Pipeline:
             fetch_max_wait_ms=MAX_FETCH_WAIT_MS,
             partition_assignment_strategy=(TaskAssignor,),
         )
-        self._writer = OutputWriter(self._producer)
+        # At least once waits out a silent broker (see OutputWriter); under exactly_once_v2 a
+        # producer that gave up is replaced by a restart, which is safe there.
+        self._writer = OutputWriter(self._producer, patient=not self._eos, stopping=self.stop_requested)
         try:
             try:
                 await self._connect(self._producer.start(), "the producer")
