@@ -585,6 +585,8 @@ class Pipeline:
         assert self._producer is not None
         try:
             await asyncio.wait_for(self._producer.abort_transaction(), timeout=DRAIN_TIMEOUT_S)
+        except ProducerFenced:
+            pass  # the newer producer that fenced this one has aborted the transaction already
         except (KafkaError, TimeoutError) as e:
             log.warning("could not abort the open transaction (the broker times it out): %s", _describe(e))
         self._txn_open = False
