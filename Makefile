@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all demo test lint format jars venv broker-start broker-stop clean bench deploy-check deploy-tools
+.PHONY: all demo test test-chaos lint format jars venv broker-start broker-stop clean bench deploy-check deploy-tools
 
 all: test
 
@@ -36,6 +36,11 @@ jars: $(STAMP_JARS)
 
 test: $(STAMP_PY) $(STAMP_JARS)
 	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_ARGS)
+
+# The fault tests (tests/faults) at the size of the reliability issue: 200,000 records, 12 kill -9
+# restarts, a 50 s broker outage. `make test` runs them small. Prints each run's figures.
+test-chaos: $(STAMP_PY) $(STAMP_JARS)
+	FAULTS_SIZE=full $(PY) -m pytest tests/faults -rP $(PYTEST_ARGS)
 
 lint: $(STAMP_PY)
 	$(PY) -m ruff check .

@@ -207,7 +207,11 @@ def free_port() -> int:
 
 
 def _check_port_free(port: int) -> None:
+    """Fail if something listens on the port. Connections the broker closed a moment ago linger in
+    TIME_WAIT on its ports; they do not stop a listener with SO_REUSEADDR (the broker's, as Java
+    sets it), so they must not stop a restart on the same ports either."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError as e:

@@ -13,6 +13,14 @@ Producer acks arrive as future callbacks; they tell the task which batches are d
 offsets that became safe are committed by a background committer every ``COMMIT_INTERVAL_S``.
 Under ``exactly_once_v2`` the same loop writes inside a transaction and commits the offsets in
 it instead. A clean stop emits what may go out, waits for the acks, commits, and leaves.
+
+A transactional producer that fails cannot go on: aiokafka's sender stops for good (it does, for
+one, when the transaction coordinator is unreachable while a broker restarts). As Kafka Streams
+does, the pipeline then starts over from the committed offsets, in the same process: the new
+producer, with the same ``transactional.id``, fences the old one and the broker aborts the open
+transaction, so ``read_committed`` readers see nothing twice. Errors that another start would
+meet again (a newer producer took over the ``transactional.id``, an authorization failure) stay
+fatal, as do restarts that keep failing before any transaction commits.
 """
 
 from __future__ import annotations
@@ -30,7 +38,16 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListen
 from aiokafka import TopicPartition as KafkaTopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
-from aiokafka.errors import KafkaError
+from aiokafka.errors import (
+    ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    IncompatibleBrokerVersion,
+    KafkaError,
+    ProducerFenced,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailed,
+    UnsupportedVersionError,
+)
 
 from sidecar.config import SidecarConfig
 from sidecar.core import Emit, Heartbeat, MergeTask, TopicPartition
@@ -55,6 +72,20 @@ MAX_FETCH_WAIT_MS = 100
 MAX_FETCH_RECORDS = 20_000
 MAX_EMIT_RECORDS = 20_000
 DRAIN_TIMEOUT_S = 30.0
+#: exactly_once_v2: restarts in a row, with no transaction committed in between, before giving up.
+MAX_EOS_RESTARTS = 5
+#: Pause before an exactly_once_v2 restart, and between attempts to reach the cluster again.
+RESTART_BACKOFF_S = 1.0
+#: Errors that a restart would meet again: fatal even under exactly_once_v2.
+_NOT_RESTARTABLE = (
+    ProducerFenced,
+    TransactionalIdAuthorizationFailed,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+    ClusterAuthorizationFailedError,
+    UnsupportedVersionError,
+    IncompatibleBrokerVersion,
+)
 
 
 class FatalError(Exception):
@@ -89,19 +120,25 @@ class Pipeline:
         self.health = health or Health()
         self.clock = clock
         self.stop_requested = asyncio.Event()
+        self._fatal: FatalError | None = None
+        self._lock = asyncio.Lock()
+        self._eos = config.processing_guarantee == "exactly_once_v2"
+        self._reset()
+
+    def _reset(self) -> None:
+        """The state of one start: tasks, offsets, transaction, clients (a restart begins afresh)."""
         self.tasks: dict[str, TaskRun] = {}
         self._task_of: dict[TopicPartition, TaskRun] = {}
         self._fetch_seen: dict[TopicPartition, int] = {}
         self._to_commit: dict[TopicPartition, int] = {}
         self._paused: set[TopicPartition] = set()
-        self._fatal: FatalError | None = None
-        self._lock = asyncio.Lock()
         self._stamper = Stamper()
-        self._eos = config.processing_guarantee == "exactly_once_v2"
         self._txn_open = False
         self._txn_started = 0.0
         self._txn_batches: list[tuple[TaskRun, int]] = []
         self._txn_futures: list[asyncio.Future[Any]] = []
+        self._txn_committed = False
+        self._restart: str | None = None
         self._lat_topics: set[str] = set()
         self._side_partitions: dict[str, int] = {}
         self._input_counts: dict[str, int] = {}
@@ -116,9 +153,39 @@ class Pipeline:
 
     async def run(self) -> None:
         """Run until a stop is requested (returns) or a fatal error (raises ``FatalError``)."""
+        failures = 0
+        while True:
+            await self._run_once(restarting=failures > 0)
+            if self._fatal is not None:
+                raise self._fatal
+            reason = self._restart
+            if reason is None or self.stop_requested.is_set():
+                return
+            failures = 1 if self._txn_committed else failures + 1
+            if failures > MAX_EOS_RESTARTS:
+                raise FatalError(
+                    f"{reason}; gave up after {MAX_EOS_RESTARTS} restarts in a row without a "
+                    "committed transaction"
+                )
+            log.warning("%s; restarting from the committed offsets (the open transaction is aborted)", reason)
+            self._reset()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop_requested.wait(), RESTART_BACKOFF_S)
+
+    async def _run_once(self, restarting: bool) -> None:
+        """One start: connect, merge until a stop, a fatal error or a restart is due; close."""
         cfg = self.config
         options = client_options(cfg)
-        await self._prepare_topics(options)
+        if restarting:
+            if not await self._reachable(options):
+                return
+            try:
+                await self._prepare_topics(options)
+            except FatalError as e:
+                self._restart = str(e)  # counted: a restart that keeps failing ends the sidecar
+                return
+        else:
+            await self._prepare_topics(options)
         self._producer = AIOKafkaProducer(
             **options,
             acks="all",
@@ -138,10 +205,18 @@ class Pipeline:
             fetch_max_wait_ms=MAX_FETCH_WAIT_MS,
             partition_assignment_strategy=(TaskAssignor,),
         )
-        self._writer = OutputWriter(self._producer)
+        # At least once waits out a silent broker (see OutputWriter); under exactly_once_v2 a
+        # producer that gave up is replaced by a restart, which is safe there.
+        self._writer = OutputWriter(self._producer, patient=not self._eos, stopping=self.stop_requested)
         try:
-            await self._connect(self._producer.start(), "the producer")
-            await self._connect(self._consumer.start(), "the consumer")
+            try:
+                await self._connect(self._producer.start(), "the producer")
+                await self._connect(self._consumer.start(), "the consumer")
+            except FatalError as e:
+                if not restarting:
+                    raise
+                self._restart = str(e)  # the cluster went away again
+                return
             await self._assign()
             self.health.started()
             committer = asyncio.create_task(self._commit_loop())
@@ -158,8 +233,21 @@ class Pipeline:
             await self._drain()
         finally:
             await self._close()
-        if self._fatal is not None:
-            raise self._fatal
+
+    async def _reachable(self, options: dict[str, Any]) -> bool:
+        """Before a restart: wait until the cluster answers again (False if a stop came first)."""
+        while not self.stop_requested.is_set():
+            admin = AIOKafkaAdminClient(**options)
+            try:
+                await admin.start()
+                return True
+            except KafkaError:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stop_requested.wait(), RESTART_BACKOFF_S)
+            finally:
+                with contextlib.suppress(Exception):
+                    await admin.close()
+        return False
 
     async def _connect(self, starting: Any, what: str) -> None:
         try:
@@ -246,7 +334,7 @@ class Pipeline:
     async def _loop(self) -> None:
         consumer = self._consumer
         assert consumer is not None
-        while not self.stop_requested.is_set():
+        while not self.stop_requested.is_set() and self._restart is None:
             fetched = await consumer.getmany(timeout_ms=self._fetch_wait_ms(), max_records=MAX_FETCH_RECORDS)
             async with self._lock:
                 now = self.clock()
@@ -266,7 +354,10 @@ class Pipeline:
                 except DeadLetterRatioExceeded as e:
                     self._fail(str(e))
                 except KafkaError as e:
-                    self._fail(f"Kafka error: {_describe(e)}")
+                    if self._eos and not isinstance(e, _NOT_RESTARTABLE):
+                        self._restart = f"the transactional producer failed: {_describe(e)}"
+                    else:
+                        self._fail(f"Kafka error: {_describe(e)}")
 
     def _fetch_wait_ms(self) -> int:
         wake = min((r.wake_at for r in self.tasks.values() if r.wake_at is not None), default=None)
@@ -460,13 +551,16 @@ class Pipeline:
             )
         await producer.commit_transaction()
         self.health.contact()
+        self._txn_committed = True
         self._txn_open = False
         self._txn_batches.clear()
         self._txn_futures.clear()
 
     async def _drain(self) -> None:
         """Emit what may go out now, wait for the acks, commit. Nothing is committed after a failure
-        beyond what was acked before it."""
+        beyond what was acked before it; under exactly_once_v2 the open transaction is aborted."""
+        if self._restart is not None:
+            return  # the producer is dead: the next start fences it, which aborts its transaction
         if self._fatal is None:
             try:
                 async with self._lock:
@@ -477,11 +571,25 @@ class Pipeline:
                         await self._commit_transaction()
             except (InvalidTimestampError, DeadLetterRatioExceeded, KafkaError) as e:
                 self._fail(str(e))
+        if self._eos and self._fatal is not None and self._txn_open:
+            await self._abort_transaction()
         if not self._eos:
             await self._await_acks(self.tasks.values())
             for run in self.tasks.values():
                 self._to_commit.update(run.task.committable())
             await self._commit_acked()
+
+    async def _abort_transaction(self) -> None:
+        """After a fatal error: abort now, rather than leave ``read_committed`` readers of the output
+        blocked until the transaction times out."""
+        assert self._producer is not None
+        try:
+            await asyncio.wait_for(self._producer.abort_transaction(), timeout=DRAIN_TIMEOUT_S)
+        except ProducerFenced:
+            pass  # the newer producer that fenced this one has aborted the transaction already
+        except (KafkaError, TimeoutError) as e:
+            log.warning("could not abort the open transaction (the broker times it out): %s", _describe(e))
+        self._txn_open = False
 
     async def _await_acks(self, runs: Iterable[TaskRun]) -> None:
         """Until every batch written for these tasks is acked (or failed), bounded in time."""
