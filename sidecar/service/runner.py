@@ -195,7 +195,7 @@ class Pipeline:
                     f"{reason}; gave up after {MAX_EOS_RESTARTS} restarts in a row without a "
                     "committed transaction"
                 )
-            log.warning("%s; restarting from the committed offsets (the open transaction is aborted)", reason)
+            log.warning("%s; restarting from the committed offsets (open transactions are aborted)", reason)
             self._reset()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_requested.wait(), RESTART_BACKOFF_S)
@@ -436,7 +436,7 @@ class Pipeline:
                 # The task moved to another replica while this one still believed it owned it.
                 self._restart = (
                     f"the producer of task {run.name} ({txn_id}) was fenced: another replica took "
-                    "the task over; joining the group again"
+                    "the task over"
                 )
             else:
                 self._fail(
@@ -777,6 +777,8 @@ class Pipeline:
         seek (``_fetched_since_seek``).
         """
         async with self._lock:
+            if self._fatal is not None or self._restart is not None or self.stop_requested.is_set():
+                return  # leaving: starting producers now would only fence the tasks' next owners
             by_index: dict[int, list[TopicPartition]] = {}
             for tp in assigned:
                 by_index.setdefault(tp.partition, []).append(TopicPartition(tp.topic, tp.partition))

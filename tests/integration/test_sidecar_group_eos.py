@@ -3,15 +3,19 @@
 
 Each task writes through its own transactional producer (``transactional.id``
 ``<group.id>-txn-<task>``), so replicas never fence each other for the tasks they own; a task that
-moves is fenced on its old owner only. The input is written live through three moves: a clean
+moves is fenced on its old owner only. The input is written live through four moves: a clean
 stop (the leaving replica commits and hands its tasks over), a new replica joining (the owner
-commits, closes and hands half its tasks over mid-stream) and a kill -9 (the survivor's producers
-fence the dead replica's and the broker aborts its open transactions).
+commits, closes and hands half its tasks over mid-stream), a replica frozen mid-stream (SIGSTOP:
+once the group gives its tasks to the other replica, that one's producers fence the frozen
+replica's and the broker aborts their open transactions), and the frozen replica waking up (a
+zombie: fenced for tasks it no longer owns, it must not die but join the group again).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections.abc import Callable
 
@@ -93,10 +97,15 @@ async def test_two_replicas_with_exactly_once_v2_move_tasks_and_read_committed_s
         await asyncio.sleep(1.5)
         third_tasks = await tasks_of(third)
 
-        # 3. kill -9: the dead replica's transactions stay open until the first's producers fence
-        # them (after the group's session timeout), which aborts them.
-        assert await third.kill() == -9
-        await until(lambda: _owns_all(first), "the first takes the dead replica's tasks", timeout_s=60)
+        # 3. Frozen: its transactions stay open until the first's producers fence them (once the
+        # group's session timeout gives the first its tasks), which aborts them.
+        os.kill(third.pid, signal.SIGSTOP)
+        try:
+            await until(lambda: _owns_all(first), "the first takes the frozen replica's tasks", 60)
+        finally:
+            os.kill(third.pid, signal.SIGCONT)
+        # 4. Awake, the zombie finds its producers fenced: it starts over and joins again.
+        await until(lambda: share(first, third), "the woken replica shares the tasks again", 60)
         await writing
     finally:
         writing.cancel()
@@ -104,8 +113,9 @@ async def test_two_replicas_with_exactly_once_v2_move_tasks_and_read_committed_s
     expected = per_partition((e.topic, e.partition) for e in events)
     assert await end_offsets(bootstrap, expected) == expected, "the inputs hold what was written"
     await wait_committed(bootstrap, group, expected, timeout_s=60)
-    first_log = first.log_tail(400)
+    first_log, third_log = first.log_tail(400), third.log_tail(400)
     assert await first.stop() == 0, first.log_tail()
+    assert await third.stop() == 0, third.log_tail()
 
     committed = await kafka_io.read_topics(
         bootstrap, [out], idle_s=1.0, timeout_s=60, isolation_level="read_committed"
@@ -114,25 +124,25 @@ async def test_two_replicas_with_exactly_once_v2_move_tasks_and_read_committed_s
     got = ordered.data(committed)
     delivery = check(expected, got)
     print(
-        f"\nsecond wrote {second_out} before its stop; third owned {sorted(third_tasks)} when killed; "
+        f"\nsecond wrote {second_out} before its stop; third owned {sorted(third_tasks)} when frozen; "
         f"{delivery.line()}; aborted records (read_uncommitted only): "
         f"{len(ordered.data(everything)) - len(got)}"
     )
     assert second_out > 0, "both replicas wrote output"
-    assert third_tasks, "the third replica owned tasks when it was killed"
+    assert third_tasks, "the third replica owned tasks when it was frozen"
     assert delivery.problems == []
     assert delivery.lost == 0
     assert delivery.duplicates == 0, "read_committed sees each input once"
     for o in got:
         assert o.partition == o.source_partition, "task i writes output partition i"
     beats = {o.partition for o in map(ordered.decode, committed) if o.control}
-    # The first replica's tasks went quiet once the input was written, before the kill's hand-over:
-    # their heartbeats went out in their transactions. (A task with no data since it was created
-    # has no watermark, hence no heartbeat.)
+    # Tasks that went quiet once the input was written sent heartbeats in their transactions. (A
+    # task with no data since it was created has no watermark, hence no heartbeat.)
     assert beats, "heartbeats are committed in the tasks' transactions"
     for process in (first, second):
-        assert "ProducerFenced" not in process.log_tail(400), process.log_tail()
+        assert "fenced" not in process.log_tail(400), process.log_tail()
     assert "restarting" not in first_log, "the first replica never had to start over"
+    print("the woken replica:", [line for line in third_log.splitlines() if "task" in line][-6:])
 
 
 async def _owns_all(process: SidecarProcess) -> bool:
