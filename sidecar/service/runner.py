@@ -11,16 +11,28 @@ The runner holds no merge logic; it translates. Each loop iteration:
 
 Producer acks arrive as future callbacks; they tell the task which batches are durable, and the
 offsets that became safe are committed by a background committer every ``COMMIT_INTERVAL_S``.
-Under ``exactly_once_v2`` the same loop writes inside a transaction and commits the offsets in
-it instead. A clean stop emits what may go out, waits for the acks, commits, and leaves.
+All tasks share one idempotent producer. A clean stop emits what may go out, waits for the acks,
+commits, and leaves.
+
+Under ``exactly_once_v2`` every task writes through a transactional producer of its own
+(``sidecar.kafka.transactions``, ``transactional.id`` ``<group.id>-txn-<task>``): its outputs,
+heartbeats, late and dead-letter records and its input offsets commit in the task's own
+transaction, about every ``COMMIT_INTERVAL_S``. A revoked task commits its open transaction and
+closes its producer before its partitions are handed over; an assigned task starts its producer
+first — which fences the previous owner's and completes its last transaction — and then reads its
+committed offsets. A producer fenced for a task this replica has handed over is that task lost
+legitimately, not the end of the process.
 
 A transactional producer that fails cannot go on: aiokafka's sender stops for good (it does, for
 one, when the transaction coordinator is unreachable while a broker restarts). As Kafka Streams
 does, the pipeline then starts over from the committed offsets, in the same process: the new
-producer, with the same ``transactional.id``, fences the old one and the broker aborts the open
-transaction, so ``read_committed`` readers see nothing twice. Errors that another start would
-meet again (a newer producer took over the ``transactional.id``, an authorization failure) stay
-fatal, as do restarts that keep failing before any transaction commits.
+producers, with the same ids, fence the old ones and the broker aborts their open transactions,
+so ``read_committed`` readers see nothing twice. So does a task's producer fenced while this
+replica still believes it owns the task (it missed a rebalance, and another replica took the task
+over): everything is dropped and the group joined again, as Kafka Streams does on
+``TaskMigratedException``. Errors that another start would meet again (an authorization failure;
+with ``task.grouping=single``, another process using the same ``transactional.id``) stay fatal,
+as do restarts that keep failing before any transaction commits.
 """
 
 from __future__ import annotations
@@ -41,8 +53,11 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import (
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
+    IllegalOperation,
+    IllegalStateError,
     IncompatibleBrokerVersion,
     KafkaError,
+    KafkaTimeoutError,
     ProducerFenced,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailed,
@@ -58,7 +73,8 @@ from sidecar.core.timestamps import InvalidTimestampError
 from sidecar.kafka.admin import TopicSpec, ensure_topics, partition_counts, wait_for_partitions
 from sidecar.kafka.assignor import TaskAssignor
 from sidecar.kafka.clients import client_options, start_client
-from sidecar.kafka.writer import BATCH_BYTES, MAX_MESSAGE_BYTES, OutputWriter
+from sidecar.kafka.transactions import TaskTransaction, transactional_id
+from sidecar.kafka.writer import BATCH_BYTES, MAX_MESSAGE_BYTES, OutputActivity, OutputWriter
 from sidecar.service.health import Health
 from sidecar.service.metrics import Metrics
 
@@ -76,6 +92,10 @@ DRAIN_TIMEOUT_S = 30.0
 MAX_EOS_RESTARTS = 5
 #: Pause before an exactly_once_v2 restart, and between attempts to reach the cluster again.
 RESTART_BACKOFF_S = 1.0
+#: /status calls the output blocked once a write or a commit has waited this long.
+BLOCKED_AFTER_MS = 1000
+#: exactly_once_v2: how long a revoked task's producer may take to abort after a failure.
+HAND_BACK_ABORT_S = 5.0
 #: Errors that a restart would meet again: fatal even under exactly_once_v2.
 _NOT_RESTARTABLE = (
     ProducerFenced,
@@ -103,6 +123,11 @@ class TaskRun:
     name: str
     task: MergeTask
     out_partition: int
+    writer: OutputWriter
+    #: The producer's ``create_batch``: the batches ``Stamper.stamp_into`` fills.
+    new_batch: Callable[[], Any]
+    #: exactly_once_v2: the task's own producer and open transaction.
+    txn: TaskTransaction | None = None
     pending: dict[int, int] = field(default_factory=dict)  # batch id → producer batches not yet acked
     wake_at: int | None = None
 
@@ -123,6 +148,7 @@ class Pipeline:
         self._fatal: FatalError | None = None
         self._lock = asyncio.Lock()
         self._eos = config.processing_guarantee == "exactly_once_v2"
+        self._grouped = config.task_grouping == "partition"
         self._reset()
 
     def _reset(self) -> None:
@@ -133,16 +159,18 @@ class Pipeline:
         self._to_commit: dict[TopicPartition, int] = {}
         self._paused: set[TopicPartition] = set()
         self._stamper = Stamper()
-        self._txn_open = False
-        self._txn_started = 0.0
-        self._txn_batches: list[tuple[TaskRun, int]] = []
-        self._txn_futures: list[asyncio.Future[Any]] = []
+        self._activity = OutputActivity(self.clock)
         self._txn_committed = False
         self._restart: str | None = None
+        #: Assignments so far, and the one at which each partition was last seeked (see _assigned).
+        self._assignments = 0
+        self._seeked: dict[TopicPartition, int] = {}
         self._lat_topics: set[str] = set()
         self._side_partitions: dict[str, int] = {}
         self._input_counts: dict[str, int] = {}
+        self._options: dict[str, Any] = {}
         self._consumer: AIOKafkaConsumer | None = None
+        #: at_least_once: the producer and writer every task shares (exactly_once_v2: one per task).
         self._producer: AIOKafkaProducer | None = None
         self._writer: OutputWriter | None = None
 
@@ -167,7 +195,7 @@ class Pipeline:
                     f"{reason}; gave up after {MAX_EOS_RESTARTS} restarts in a row without a "
                     "committed transaction"
                 )
-            log.warning("%s; restarting from the committed offsets (the open transaction is aborted)", reason)
+            log.warning("%s; restarting from the committed offsets (open transactions are aborted)", reason)
             self._reset()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_requested.wait(), RESTART_BACKOFF_S)
@@ -186,16 +214,13 @@ class Pipeline:
                 return
         else:
             await self._prepare_topics(options)
-        self._producer = AIOKafkaProducer(
-            **options,
-            acks="all",
-            enable_idempotence=True,
-            compression_type=None if cfg.compression_type == "none" else cfg.compression_type,
-            linger_ms=cfg.linger_ms,
-            max_batch_size=BATCH_BYTES,
-            max_request_size=MAX_MESSAGE_BYTES,
-            transactional_id=f"{cfg.effective_group_id}-txn" if self._eos else None,
-        )
+        self._options = options
+        if not self._eos:
+            self._producer = self._new_producer(None)
+            # At least once waits out a silent broker (see OutputWriter).
+            self._writer = OutputWriter(
+                self._producer, patient=True, stopping=self.stop_requested, activity=self._activity
+            )
         self._consumer = AIOKafkaConsumer(
             **options,
             group_id=cfg.effective_group_id,
@@ -205,19 +230,17 @@ class Pipeline:
             fetch_max_wait_ms=MAX_FETCH_WAIT_MS,
             partition_assignment_strategy=(TaskAssignor,),
         )
-        # At least once waits out a silent broker (see OutputWriter); under exactly_once_v2 a
-        # producer that gave up is replaced by a restart, which is safe there.
-        self._writer = OutputWriter(self._producer, patient=not self._eos, stopping=self.stop_requested)
         try:
             try:
-                await self._connect(self._producer.start(), "the producer")
+                if self._producer is not None:
+                    await self._connect(self._producer.start(), "the producer")
                 await self._connect(self._consumer.start(), "the consumer")
+                await self._assign()
             except FatalError as e:
                 if not restarting:
                     raise
                 self._restart = str(e)  # the cluster went away again
                 return
-            await self._assign()
             self.health.started()
             committer = asyncio.create_task(self._commit_loop())
             gauges = asyncio.create_task(self._gauge_loop())
@@ -233,6 +256,19 @@ class Pipeline:
             await self._drain()
         finally:
             await self._close()
+
+    def _new_producer(self, txn_id: str | None) -> AIOKafkaProducer:
+        cfg = self.config
+        return AIOKafkaProducer(
+            **self._options,
+            acks="all",
+            enable_idempotence=True,
+            compression_type=None if cfg.compression_type == "none" else cfg.compression_type,
+            linger_ms=cfg.linger_ms,
+            max_batch_size=BATCH_BYTES,
+            max_request_size=MAX_MESSAGE_BYTES,
+            transactional_id=txn_id,
+        )
 
     async def _reachable(self, options: dict[str, Any]) -> bool:
         """Before a restart: wait until the cluster answers again (False if a stop came first)."""
@@ -306,28 +342,45 @@ class Pipeline:
         cfg = self.config
         if cfg.task_grouping == "single":
             parts = [TopicPartition(t, p) for t in cfg.topics for p in range(self._input_counts[t])]
+            run = self._add_task("0", parts, out_partition=0)
+            if run.txn is not None:
+                # Before the consumer reads the committed offsets: fence a previous run, complete
+                # its last transaction.
+                await self._connect(run.txn.producer.start(), "the transactional producer")
             consumer.assign([KafkaTopicPartition(*tp) for tp in parts])
-            self._add_task("0", parts, out_partition=0)
         else:
             consumer.subscribe(cfg.topics, listener=_Rebalance(self))
 
-    def _add_task(self, name: str, partitions: list[TopicPartition], out_partition: int) -> None:
+    def _add_task(self, name: str, partitions: list[TopicPartition], out_partition: int) -> TaskRun:
+        cfg = self.config
         task = MergeTask(
             partitions,
-            self.config.task_config(),
-            topic_order=self.config.topics,
+            cfg.task_config(),
+            topic_order=cfg.topics,
             log_append_time_topics=self._lat_topics,
         )
-        run = TaskRun(name, task, out_partition)
+        if self._eos:
+            txn_id = transactional_id(cfg.effective_group_id, cfg.task_grouping, name)
+            producer = self._new_producer(txn_id)
+            # Not patient: under exactly_once_v2 a producer that gave up is replaced by a restart.
+            writer = OutputWriter(producer, stopping=self.stop_requested, activity=self._activity)
+            txn = TaskTransaction(producer, writer, txn_id, cfg.effective_group_id, self.clock)
+            run = TaskRun(name, task, out_partition, writer, producer.create_batch, txn)
+        else:
+            assert self._producer is not None
+            assert self._writer is not None
+            run = TaskRun(name, task, out_partition, self._writer, self._producer.create_batch)
         self.tasks[name] = run
         for tp in partitions:
             self._task_of[tp] = run
+        return run
 
     async def _close(self) -> None:
         for client in (self._consumer, self._producer):
             if client is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(client.stop(), timeout=DRAIN_TIMEOUT_S)
+        await asyncio.gather(*(r.txn.close(DRAIN_TIMEOUT_S) for r in self.tasks.values() if r.txn))
 
     # -- the loop -------------------------------------------------------------------------------------
 
@@ -336,28 +389,65 @@ class Pipeline:
         assert consumer is not None
         while not self.stop_requested.is_set() and self._restart is None:
             fetched = await consumer.getmany(timeout_ms=self._fetch_wait_ms(), max_records=MAX_FETCH_RECORDS)
+            returned_at = self._assignments  # no await since getmany returned
             async with self._lock:
+                if self._assignments != returned_at:
+                    fetched = self._fetched_since_seek(fetched, returned_at)
                 now = self.clock()
                 try:
                     await self._observe(fetched, now)
                     for run in list(self.tasks.values()):
-                        await self._drive(run, now)
+                        try:
+                            await self._drive(run, now)
+                        except (KafkaError, IllegalOperation) as e:
+                            self._producer_failed(run, e)
+                            break
                     self._apply_pause_hints(now)
-                    if (
-                        self._eos
-                        and self._txn_open
-                        and time.monotonic() - self._txn_started >= COMMIT_INTERVAL_S
-                    ):
-                        await self._commit_transaction()
+                    if self._eos and self._fatal is None and self._restart is None:
+                        await self._commit_due()
                 except InvalidTimestampError as e:
                     self._fail(f"{e}; stopping (timestamp.invalid=fail, errors.tolerance=none)")
                 except DeadLetterRatioExceeded as e:
                     self._fail(str(e))
                 except KafkaError as e:
                     if self._eos and not isinstance(e, _NOT_RESTARTABLE):
-                        self._restart = f"the transactional producer failed: {_describe(e)}"
+                        self._restart = f"a Kafka client failed: {_describe(e)}"
                     else:
                         self._fail(f"Kafka error: {_describe(e)}")
+
+    def _fetched_since_seek(
+        self, fetched: dict[KafkaTopicPartition, list[Any]], returned_at: int
+    ) -> dict[KafkaTopicPartition, list[Any]]:
+        """Drop the records of partitions seeked after this fetch returned: they were read from
+        the position before the seek (see ``_assigned``), and the consumer reads them again from
+        the committed offset."""
+        seeked = self._seeked
+        return {tp: records for tp, records in fetched.items() if seeked.get(tp, 0) <= returned_at}
+
+    def _producer_failed(self, run: TaskRun, error: BaseException) -> None:
+        """What a failed write, commit or start of a task's producer means: a restart, or the end."""
+        if run.txn is None:
+            self._fail(f"Kafka error: {_describe(error)}")
+            return
+        error = run.txn.cause(error)
+        txn_id = run.txn.transactional_id
+        if isinstance(error, ProducerFenced):
+            if self._grouped:
+                # The task moved to another replica while this one still believed it owned it.
+                self._restart = (
+                    f"the producer of task {run.name} ({txn_id}) was fenced: another replica took "
+                    "the task over"
+                )
+            else:
+                self._fail(
+                    f"the producer of task {run.name} was fenced: another process started with "
+                    f"transactional.id {txn_id} (a second sidecar with group.id "
+                    f"{self.config.effective_group_id}?)"
+                )
+        elif isinstance(error, KafkaError) and not isinstance(error, _NOT_RESTARTABLE):
+            self._restart = f"the transactional producer of task {run.name} failed: {_describe(error)}"
+        else:
+            self._fail(f"the transactional producer of task {run.name} failed: {_describe(error)}")
 
     def _fetch_wait_ms(self) -> int:
         wake = min((r.wake_at for r in self.tasks.values() if r.wake_at is not None), default=None)
@@ -408,15 +498,14 @@ class Pipeline:
             return
 
     async def _send(self, run: TaskRun, emit: Emit) -> None:
-        writer = self._writer
-        assert writer is not None
+        writer = run.writer
         cfg = self.config
-        if self._eos:
-            await self._begin_transaction()
+        txn = run.txn
+        if txn is not None:
+            await txn.begin()
         futures = []
         if emit.records:
-            assert self._producer is not None
-            batches = self._stamper.stamp_into(emit, self._producer.create_batch)
+            batches = self._stamper.stamp_into(emit, run.new_batch)
             futures += await writer.send(cfg.output_topic, run.out_partition, batches)
         if emit.late_routed and cfg.late_topic:
             late = [self._stamper.late_record(x, emit.watermark) for x in emit.late_routed]
@@ -428,9 +517,8 @@ class Pipeline:
             )
             self.metrics.dropped.labels("dead-letter").inc(len(emit.dead_letters))
         self._count(emit, len(emit.records))
-        if self._eos:
-            self._txn_batches.append((run, emit.batch_id))
-            self._txn_futures += futures
+        if txn is not None:
+            txn.add(emit.batch_id, futures)
             return
         if not futures:
             self._to_commit.update(run.task.acked((emit.batch_id,)))
@@ -458,14 +546,15 @@ class Pipeline:
         )
 
     async def _send_heartbeat(self, run: TaskRun, beat: Heartbeat) -> None:
-        writer = self._writer
-        assert writer is not None
-        if self._eos:
-            await self._begin_transaction()
-        futures = await writer.write(self.config.output_topic, run.out_partition, [heartbeat(beat.watermark)])
+        txn = run.txn
+        if txn is not None:
+            await txn.begin()  # under exactly_once_v2 a heartbeat is part of the task's transaction
+        futures = await run.writer.write(
+            self.config.output_topic, run.out_partition, [heartbeat(beat.watermark)]
+        )
         self.metrics.heartbeats.inc()
-        if self._eos:
-            self._txn_futures += futures
+        if txn is not None:
+            txn.add(None, futures)
         else:
             for future in futures:
                 future.add_done_callback(self._on_heartbeat_ack)
@@ -530,66 +619,85 @@ class Pipeline:
             for tp, offset in offsets.items():
                 self._to_commit.setdefault(tp, offset)
 
-    async def _begin_transaction(self) -> None:
-        if not self._txn_open:
-            assert self._producer is not None
-            await self._producer.begin_transaction()
-            self._txn_open = True
-            self._txn_started = time.monotonic()
+    async def _commit_due(self) -> None:
+        """exactly_once_v2: commit each task's transaction once it has been open ``COMMIT_INTERVAL_S``."""
+        now = time.monotonic()
+        due = [r for r in self.tasks.values() if r.txn is not None and r.txn.due(now, COMMIT_INTERVAL_S)]
+        if due:
+            for run, error in await self._commit(due):
+                self._producer_failed(run, error)
 
-    async def _commit_transaction(self) -> None:
-        """Wait for every write of the transaction, then commit it together with the offsets."""
-        producer = self._producer
-        assert producer is not None
-        await asyncio.gather(*self._txn_futures)
-        offsets: dict[TopicPartition, int] = {}
-        for run, batch_id in self._txn_batches:
-            offsets.update(run.task.acked((batch_id,)))
-        if offsets:
-            await producer.send_offsets_to_transaction(
-                {KafkaTopicPartition(*tp): o for tp, o in offsets.items()}, self.config.effective_group_id
-            )
-        await producer.commit_transaction()
-        self.health.contact()
+    async def _commit(self, runs: list[TaskRun]) -> list[tuple[TaskRun, BaseException]]:
+        """Commit these tasks' open transactions, each with its own input offsets, concurrently;
+        return the ones that failed, with their errors."""
+        results = await asyncio.gather(*(self._commit_one(run) for run in runs), return_exceptions=True)
+        failed = []
+        for run, result in zip(runs, results, strict=True):
+            if isinstance(result, asyncio.CancelledError):
+                raise result
+            if isinstance(result, BaseException):
+                failed.append((run, result))
+        return failed
+
+    async def _commit_one(self, run: TaskRun) -> None:
+        assert run.txn is not None
+        await run.txn.commit(run.task.acked)
         self._txn_committed = True
-        self._txn_open = False
-        self._txn_batches.clear()
-        self._txn_futures.clear()
+        self.health.contact()
 
     async def _drain(self) -> None:
         """Emit what may go out now, wait for the acks, commit. Nothing is committed after a failure
-        beyond what was acked before it; under exactly_once_v2 the open transaction is aborted."""
+        beyond what was acked before it; under exactly_once_v2 the open transactions are aborted."""
         if self._restart is not None:
-            return  # the producer is dead: the next start fences it, which aborts its transaction
+            return  # the producers are dead: the next start fences them, which aborts their transactions
         if self._fatal is None:
             try:
                 async with self._lock:
                     now = self.clock()
                     for run in list(self.tasks.values()):
-                        await self._drive(run, now)
-                    if self._eos and self._txn_open:
-                        await self._commit_transaction()
-            except (InvalidTimestampError, DeadLetterRatioExceeded, KafkaError) as e:
+                        try:
+                            await self._drive(run, now)
+                        except (KafkaError, IllegalOperation) as e:
+                            self._failed_at_stop(run, e)
+                    if self._eos:
+                        open_runs = [r for r in self.tasks.values() if r.txn is not None and r.txn.open]
+                        for run, error in await self._commit(open_runs):
+                            self._failed_at_stop(run, error)
+            except (InvalidTimestampError, DeadLetterRatioExceeded) as e:
                 self._fail(str(e))
-        if self._eos and self._fatal is not None and self._txn_open:
-            await self._abort_transaction()
+        if self._eos and self._fatal is not None:
+            await asyncio.gather(*(self._abort(run) for run in self.tasks.values()))
         if not self._eos:
             await self._await_acks(self.tasks.values())
             for run in self.tasks.values():
                 self._to_commit.update(run.task.committable())
             await self._commit_acked()
 
-    async def _abort_transaction(self) -> None:
+    def _failed_at_stop(self, run: TaskRun, error: BaseException) -> None:
+        if run.txn is not None:
+            error = run.txn.cause(error)
+        if self._grouped and isinstance(error, ProducerFenced) and run.txn is not None:
+            # The task moved while this replica was stopping: its new owner redoes the transaction.
+            log.info("task %s was taken over while stopping; its open transaction is aborted", run.name)
+            run.txn.forget()
+        else:
+            self._fail(f"Kafka error while stopping: {_describe(error)}")
+
+    async def _abort(self, run: TaskRun) -> None:
         """After a fatal error: abort now, rather than leave ``read_committed`` readers of the output
         blocked until the transaction times out."""
-        assert self._producer is not None
+        if run.txn is None or not run.txn.open:
+            return
         try:
-            await asyncio.wait_for(self._producer.abort_transaction(), timeout=DRAIN_TIMEOUT_S)
-        except ProducerFenced:
-            pass  # the newer producer that fenced this one has aborted the transaction already
-        except (KafkaError, TimeoutError) as e:
-            log.warning("could not abort the open transaction (the broker times it out): %s", _describe(e))
-        self._txn_open = False
+            await run.txn.abort(DRAIN_TIMEOUT_S)
+        except Exception as raised:
+            error = run.txn.cause(raised)
+            if not isinstance(error, ProducerFenced):  # else the fencing producer aborted it already
+                log.warning(
+                    "could not abort the open transaction of task %s (the broker times it out): %s",
+                    run.name,
+                    _describe(error),
+                )
 
     async def _await_acks(self, runs: Iterable[TaskRun]) -> None:
         """Until every batch written for these tasks is acked (or failed), bounded in time."""
@@ -602,14 +710,17 @@ class Pipeline:
         while any(run.pending for run in runs) and self._fatal is None and time.monotonic() < deadline:
             await asyncio.sleep(0.005)
 
+    # -- rebalancing (task.grouping=partition) ------------------------------------------------------
+
     async def _revoke(self, revoked: set[KafkaTopicPartition]) -> None:
-        """Hand tasks back: wait for their outputs, commit what was acked, forget them."""
+        """Hand tasks back: finish their writes and commit (exactly_once_v2: commit each task's
+        transaction and close its producer), then forget them."""
         async with self._lock:
             gone = {self._task_of[tp] for tp in revoked if tp in self._task_of}
             if not gone:
                 return
-            if self._eos and self._txn_open:
-                await self._commit_transaction()
+            if self._eos:
+                await asyncio.gather(*(self._hand_back(run) for run in gone))
             else:
                 await self._await_acks(gone)
                 for run in gone:
@@ -623,17 +734,106 @@ class Pipeline:
                     self._paused.discard(tp)
             log.info("tasks revoked: %s", ", ".join(sorted(r.name for r in gone)))
 
+    async def _hand_back(self, run: TaskRun) -> None:
+        """exactly_once_v2: commit the task's open transaction (abort it after a failure), then
+        close its producer, before the task's partitions go to their next owner."""
+        txn = run.txn
+        assert txn is not None
+        try:
+            if txn.open and self._fatal is None and self._restart is None:
+                await asyncio.wait_for(self._commit_one(run), timeout=DRAIN_TIMEOUT_S)
+            elif txn.open:
+                await txn.abort(HAND_BACK_ABORT_S)
+        except Exception as raised:  # a rebalance callback must not raise: aiokafka only logs it
+            error = txn.cause(raised)
+            txn.forget()
+            if isinstance(error, ProducerFenced):
+                # This replica had lost the task already (it missed a rebalance): the new owner
+                # fenced the producer, the broker aborted the transaction, the new owner redoes it.
+                log.info("task %s had already been taken over; its open transaction is aborted", run.name)
+            elif isinstance(error, _NOT_RESTARTABLE):
+                self._fail(f"the transactional producer of task {run.name} failed: {_describe(error)}")
+            else:
+                log.warning(
+                    "task %s: could not commit its transaction before handing it over (%s); its "
+                    "next owner's producer aborts it",
+                    run.name,
+                    _describe(error),
+                )
+        finally:
+            await txn.close(DRAIN_TIMEOUT_S)
+
     async def _assigned(self, assigned: set[KafkaTopicPartition]) -> None:
+        """Take tasks on: under exactly_once_v2 start each task's producer first (it fences the
+        previous owner and completes its last transaction), then start every new task's partitions
+        from the committed offsets.
+
+        aiokafka reads the committed offsets as soon as the assignment is known, concurrently with
+        this callback, and may even return records before the tasks exist. Those reads can be
+        stale under exactly_once_v2: a transaction that the previous owner committed becomes
+        visible in the group's offsets a moment after its commit returns, and aiokafka cannot ask
+        the broker to wait for it (OffsetFetch ``require_stable``, KIP-447). So each partition is
+        seeked again, to the offset read now, and the loop drops records it fetched before that
+        seek (``_fetched_since_seek``).
+        """
         async with self._lock:
+            if self._fatal is not None or self._restart is not None or self.stop_requested.is_set():
+                return  # leaving: starting producers now would only fence the tasks' next owners
             by_index: dict[int, list[TopicPartition]] = {}
             for tp in assigned:
                 by_index.setdefault(tp.partition, []).append(TopicPartition(tp.topic, tp.partition))
-            for index, parts in sorted(by_index.items()):
-                name = str(index)
-                if name not in self.tasks:
-                    self._add_task(name, parts, out_partition=index)
+            new = [
+                self._add_task(str(index), parts, out_partition=index)
+                for index, parts in sorted(by_index.items())
+                if str(index) not in self.tasks
+            ]
+            if self._eos and new:
+                started = await asyncio.gather(
+                    *(self._start_producer(run) for run in new), return_exceptions=True
+                )
+                for run, result in zip(new, started, strict=True):
+                    if isinstance(result, BaseException):
+                        self._producer_failed(run, result)
+            if new and self._fatal is None and self._restart is None:
+                await self._seek_committed([tp for run in new for tp in run.task.partitions])
             if by_index:
                 log.info("tasks assigned: %s", ", ".join(str(i) for i in sorted(by_index)))
+
+    async def _start_producer(self, run: TaskRun) -> None:
+        """Start a new task's producer, bounded in time: a rebalance must not wait forever."""
+        assert run.txn is not None
+        try:
+            await asyncio.wait_for(run.txn.start(), timeout=DRAIN_TIMEOUT_S)
+        except TimeoutError:
+            raise KafkaTimeoutError(
+                f"no producer id for {run.txn.transactional_id} within {DRAIN_TIMEOUT_S:g} s"
+            ) from None
+
+    async def _seek_committed(self, partitions: list[TopicPartition]) -> None:
+        consumer = self._consumer
+        assert consumer is not None
+        tps = [KafkaTopicPartition(*tp) for tp in partitions]
+        try:
+            committed = await asyncio.gather(*(consumer.committed(tp) for tp in tps))
+            fresh = [tp for tp, offset in zip(tps, committed, strict=True) if offset is None]
+            reset: dict[KafkaTopicPartition, int] = {}
+            if fresh:
+                if self.config.auto_offset_reset == "earliest":
+                    reset = await consumer.beginning_offsets(fresh)
+                else:
+                    reset = await consumer.end_offsets(fresh)
+        except KafkaError as e:
+            if self._eos:
+                self._restart = f"cannot read the committed offsets of new tasks: {_describe(e)}"
+            else:  # at least once: the consumer's own start position is safe
+                log.warning("cannot read the committed offsets of new tasks: %s", _describe(e))
+            return
+        # One synchronous block: seeks and the counter the loop compares with move together.
+        self._assignments += 1
+        for tp, offset in zip(tps, committed, strict=True):
+            with contextlib.suppress(IllegalStateError):  # already revoked again
+                consumer.seek(tp, offset if offset is not None else reset[tp])
+                self._seeked[TopicPartition(tp.topic, tp.partition)] = self._assignments
 
     # -- observation -----------------------------------------------------------------------------------
 
@@ -654,9 +854,44 @@ class Pipeline:
             "task_grouping": self.config.task_grouping,
             "max_task_idle_ms": self.config.max_task_idle_ms,
             "processing_guarantee": self.config.processing_guarantee,
+            "output": self._output_status(now),
             "tasks": {name: run.task.snapshot(now) for name, run in sorted(self.tasks.items())},
             "config": self.config.redacted(),
         }
+
+    def _output_status(self, now: int) -> dict[str, Any]:
+        """The output side for /status: batches in flight, the write or commit the pipeline waits
+        in, and (exactly_once_v2) each task's transaction — why nothing moves while the merge
+        buffers look healthy."""
+        activity = self._activity.snapshot(now)
+        out: dict[str, Any] = {"topic": self.config.output_topic, **activity}
+        txns = {n: r.txn.snapshot(now) for n, r in sorted(self.tasks.items()) if r.txn is not None}
+        if self._eos:
+            out["transactions"] = txns
+        out["blocked"] = _blocked(activity, txns, now)
+        return out
+
+
+def _blocked(activity: dict[str, Any], txns: dict[str, dict[str, Any]], now: int) -> str | None:
+    """One line saying what the output holds the pipeline in, once it has waited
+    ``BLOCKED_AFTER_MS``; ``None`` when nothing waits that long."""
+    writing = activity["writing"]
+    if writing is not None and writing["waiting_ms"] >= BLOCKED_AFTER_MS:
+        ack = activity["last_ack"]
+        last = "none acknowledged yet" if ack is None else f"last acknowledged {(now - ack) / 1000:.1f} s ago"
+        waited = writing["waiting_ms"] / 1000
+        return (
+            f"writing to {writing['topic']}[{writing['partition']}] for {waited:.1f} s: "
+            f"the producer takes a batch only when the previous one for that partition has gone out "
+            f"({activity['batches_in_flight']} in flight, {last}); nothing is fetched meanwhile"
+        )
+    for name, txn in txns.items():
+        if txn["committing_ms"] is not None and txn["committing_ms"] >= BLOCKED_AFTER_MS:
+            return (
+                f"committing the transaction of task {name} for {txn['committing_ms'] / 1000:.1f} s "
+                f"(waiting for its writes to be acknowledged and for the commit)"
+            )
+    return None
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]

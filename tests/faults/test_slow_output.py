@@ -10,7 +10,8 @@ What the sidecar may hold: per partition its merge buffer (``buffered.records.pe
 paused above it, plus the fetch response that crossed it) and one fetch response prefetched by
 aiokafka, and the batch being written (at most ``MAX_EMIT_RECORDS``). A slow output holds the
 pipeline in the write, so it stops fetching: the inputs are held back without a pause, and the
-merge buffers stay nearly empty.
+merge buffers stay nearly empty. ``/status`` says so: its ``output`` shows the write the pipeline
+waits in, since when, and the batches in flight.
 """
 
 from __future__ import annotations
@@ -100,10 +101,13 @@ async def test_throttled_output_pauses_inputs_bounds_memory_and_catches_up_when_
         await process.start()
         rss_start, _ = memory_mib(process.pid)
         samples = []
+        outputs = []  # /status "output" while throttled
         started = time.monotonic()
         async with OutputEnd(bootstrap, out) as output:
             while time.monotonic() - started < THROTTLED_S:
-                task = (await process.status())["tasks"]["0"]
+                status = await process.status()
+                task = status["tasks"]["0"]
+                outputs.append(status["output"])
                 code, _ = await process.get("/healthz")
                 # Held: taken in, not yet in the output (heartbeats are records of the output too).
                 held = task["records_in"] - (await output.end() - task["heartbeats"])
@@ -140,6 +144,13 @@ async def test_throttled_output_pauses_inputs_bounds_memory_and_catches_up_when_
         f"RSS: {rss_start:.0f} MiB at start, peak {peak_throttled:.0f} MiB while throttled, "
         f"peak {peak_total:.0f} MiB overall; caught up {catch_up_s:.1f} s after the quota was lifted"
     )
+    blocked = [o for o in outputs if o["blocked"]]
+    longest = max((o["writing"]["waiting_ms"] for o in outputs if o["writing"]), default=0)
+    print(
+        f"/status output blocked in {len(blocked)} of {len(outputs)} samples, longest wait in one "
+        f"write {longest / 1000:.1f} s, at most {max(o['batches_in_flight'] for o in outputs)} "
+        f"batches in flight; e.g. {blocked[-1]['blocked'] if blocked else None!r}"
+    )
     print(delivery.line())
     print(table_row("slow output (producer quota)", 1, delivery))
     assert taken_in < size.records / 2, "the throttled sidecar left the backlog on the broker"
@@ -147,6 +158,9 @@ async def test_throttled_output_pauses_inputs_bounds_memory_and_catches_up_when_
     assert most_buffered <= LIMIT + FETCH_RECORDS
     # Holding the backlog would cost far more than its raw size in Python objects.
     assert peak_throttled - rss_start < min(backlog_mib, 100)
+    assert any(o["writing"] and o["writing"]["topic"] == out for o in outputs), "/status shows the write"
+    assert blocked, "/status says the pipeline is blocked writing"
+    assert f"writing to {out}[0]" in blocked[-1]["blocked"]
     assert delivery.problems == []
     assert delivery.lost == 0
     assert delivery.duplicates == 0
