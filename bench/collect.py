@@ -174,11 +174,18 @@ async def read_output(
 
 
 async def read_inputs(
-    bootstrap: str, topics: Sequence[str], partitions: int, records: int, available_ms: np.ndarray[Any, Any]
+    bootstrap: str,
+    topics: Sequence[str],
+    partitions: int,
+    records: int,
+    available_ms: np.ndarray[Any, Any],
+    warmup: int = 0,
 ) -> Inputs:
     """The input records by id: topic position, partition, offset and timestamp as the broker
-    holds them (for a LogAppendTime topic, the append time is the event time)."""
-    got = await kafka_io.read_topics(bootstrap, list(topics), expected=records + len(topics) * partitions)
+    holds them (for a LogAppendTime topic, the append time is the event time). The topics also
+    hold ``warmup`` warm-up records and one end marker per partition."""
+    everything = records + warmup + len(topics) * partitions
+    got = await kafka_io.read_topics(bootstrap, list(topics), expected=everything)
     position = {t: i for i, t in enumerate(topics)}
     topic = np.full(records, -1, dtype=np.int64)
     part = np.zeros(records, dtype=np.int64)

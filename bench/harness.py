@@ -246,7 +246,10 @@ async def throughput_run(
         "system": spec.as_json(),
         "records": n,
         "complete": samples is not None,
-        "records_per_s": round(steady) if steady else None,
+        # The steady rate needs a few end-offset samples inside the middle half of the drain; a
+        # backlog drained in a fraction of a second (--quick) only has the overall rate.
+        "records_per_s": round(steady) if steady else (round(n / span_ms * 1000) if samples else None),
+        "records_per_s_method": "steady" if steady else "overall",
         "records_per_s_overall": round(n / span_ms * 1000) if samples else None,
         "first_to_last_output_s": round(span_ms / 1000, 3),
         "start_s": round(start_s, 2),
@@ -372,7 +375,9 @@ async def live_run(
         status = await system.status()
         start_s = system.start_s
         available = np.maximum(sent, system.ready_ms)
-    inputs = await collect.read_inputs(bootstrap, scenario.topics, scenario.partitions, n, available)
+    inputs = await collect.read_inputs(
+        bootstrap, scenario.topics, scenario.partitions, n, available, warmup=len(warmup)
+    )
     ideal = analysis.ideal_merge(inputs, per_partition_index=out_parts > 1)
     result = {
         "system": spec.as_json(),
@@ -550,13 +555,20 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
         build_started = time.monotonic()
         build()
         ks_build_s = time.monotonic() - build_started
+    phases = {"kafka_streams_build": round(ks_build_s, 1)}
+    mark = time.monotonic()
     throughput = await throughput_phase(bootstrap, tag, p, log_dir)
+    phases["throughput"] = round(time.monotonic() - mark, 1)
+    mark = time.monotonic()
     live = await live_phase(bootstrap, tag, p, log_dir)
+    phases["live"] = round(time.monotonic() - mark, 1)
     spark = None
     if p.spark:
         from bench import spark_bench
 
+        mark = time.monotonic()
         spark = await spark_bench.spark_phase(bootstrap, tag, p, out_dir)
+        phases["spark"] = round(time.monotonic() - mark, 1)
     results: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_id": tag,
@@ -567,6 +579,8 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
         "machine": machine,
         "versions": versions,
         "kafka_streams_build_s": round(ks_build_s, 1),
+        "phase_s": phases,
+        "load_average_at_end": list(os.getloadavg()),
         "sizes": p.sizes.as_json(),
         "throughput": throughput,
         "workloads": live,
