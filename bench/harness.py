@@ -101,7 +101,7 @@ def plan(quick: bool, seed: int = 42, workloads: Sequence[str] | None = None, sp
             spark=spark,
             spark_duration_s=6.0,
             spark_rate_per_s=100.0,
-            spark_trigger_ms=1000,
+            spark_trigger_ms=1500,
         )
     live = systems(IDLE_VALUES, IDLE_VALUES)
     through = (
@@ -233,7 +233,7 @@ async def throughput_run(
         sampler = CpuSampler(system.pid)
         sampler.start()
         samples = await collect.wait_for_count(
-            bootstrap, output, out_parts, expected, timeout_s=max(120, n / 5000)
+            bootstrap, output, out_parts, expected, timeout_s=max(120, n / 2000)
         )
         await sampler.stop()
         fields = _usage_fields(system.pid, system.cpu_at_ready_s)
