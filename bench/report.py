@@ -169,7 +169,9 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
     st = g["steady_idle_0_added_p99_ms"]
     lines.append(
         f"| steady, idle 0: p99 added over passthrough ≤ {st['target_ms']} ms | "
-        f"{_fmt(st['added_p99_ms'], ' ms')} | {yes[st['met']]} |"
+        f"{_fmt(st['added_p99_ms'], ' ms')} (p99 {_fmt(st.get('timesync_idle_0_p99_ms'))} vs "
+        f"{_fmt(st.get('passthrough_p99_ms'))} ms, median of "
+        f"{len((st.get('p99_rounds_ms') or {}).get('passthrough', [])) or 1} round(s)) | {yes[st['met']]} |"
     )
     sp = g["spark_fewer_drops_on_ordered_topic"]
     if sp["jobs"]:
