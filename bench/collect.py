@@ -20,7 +20,6 @@ import asyncio
 import itertools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -283,7 +282,3 @@ async def edge_append_times(bootstrap: str, topic: str, partitions: int, tail: i
     finally:
         await consumer.stop()
     return min(first), max(last)
-
-
-def relabel(events: Sequence[Event], topic_map: dict[str, str]) -> list[Event]:
-    return [replace(e, topic=topic_map[e.topic]) for e in events]

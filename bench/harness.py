@@ -3,10 +3,12 @@
 Three phases, all on the same broker:
 
 1. **throughput** — the steady workload written up front (a backlog); each system drains it from
-   the beginning. records/s = records ÷ (last − first output append time), so neither start-up
-   nor the reading client is in the figure. The outputs of ``timesync/partition idle 0`` and
+   the beginning. records/s is the rate while the output grew from 25 % to 75 % of the backlog
+   (end offsets sampled every 100 ms), so neither start-up, a JVM's warm-up nor a reading client
+   is in the figure; the headline systems drain it three times (median). The outputs of
+   ``timesync/partition idle 0`` and
    ``kafka-streams idle 0`` are compared record by record (the same order up to ties), and the
-   idle ``max`` outputs with the merge a merger with full knowledge makes.
+   idle ``max`` output with the merge a merger with full knowledge makes.
 2. **live** — per workload and system: fresh topics, the system started, the workload written at
    its arrival times (plus a backlog first for ``lagging``), then end markers. Latency is
    LogAppendTime of the output record − the moment its input was handed to the producer (or the
@@ -31,7 +33,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +47,6 @@ from bench.systems import IDLE_VALUES, CpuSampler, SystemSpec, running, usage
 from bench.workloads import Event
 
 SCHEMA_VERSION = 1
-log = logging.getLogger("bench")
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,6 @@ class Plan:
     spark_duration_s: float = 31.0
     spark_rate_per_s: float = 200.0  # orders per second (as many payments)
     spark_trigger_ms: int = 500  # micro-batches hold what arrives in this long
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def systems(idles: Sequence[str], ks_idles: Sequence[str]) -> tuple[SystemSpec, ...]:
