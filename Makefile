@@ -54,6 +54,12 @@ format: $(STAMP_PY)
 demo: $(STAMP_PY) $(STAMP_JARS)
 	$(PY) -m bench.demo
 
+# The benchmark (bench/README.md): every system and setting on every workload, ~40 min on 2 cores.
+# BENCH_ARGS=--quick for the < 3 min version; results, report and plots go to results/.
+BENCH_ARGS ?=
+bench: $(STAMP_PY) $(STAMP_JARS)
+	$(PY) -m bench run $(BENCH_ARGS)
+
 broker-start: $(STAMP_JARS)
 	$(PYTHON) deploy/local/kafka.py start
 

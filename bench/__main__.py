@@ -1,5 +1,6 @@
-"""``python -m bench``: the benchmark harness, and the demo.
+"""``python -m bench``: the benchmark harness.
 
+python -m bench run [--quick] [--out DIR] [--seed N] [--workloads a,b] [--no-spark]
 python -m bench core [--records N] [--quick] [--out DIR]
 """
 
@@ -10,15 +11,67 @@ import json
 import sys
 from pathlib import Path
 
+from bench import scenarios
+
+
+def run_bench(quick: bool, out: Path, seed: int, workloads: list[str] | None, spark: bool) -> int:
+    """Run the benchmark and write results.json, report.md and the plots into ``out``."""
+    import asyncio
+    import logging
+    import time
+
+    from bench import harness, report
+    from bench.local_broker import kafka
+    from bench.progress import console
+
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    plan = harness.plan(quick, seed, workloads, spark)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    console.print("[bold]timesync bench[/]: starting the broker (KAFKA_BOOTSTRAP_SERVERS or a local one)…")
+    with kafka() as bootstrap:
+        console.print(f"broker {bootstrap} ready after {time.monotonic() - started:.1f} s")
+        results = asyncio.run(harness.run(bootstrap, plan, out))
+    results["wall_s_including_broker"] = round(time.monotonic() - started, 1)
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    paths = report.plots(results, out)
+    (out / "report.md").write_text(report.markdown(results, paths))
+    console.print(report.markdown(results).split("## Throughput")[0])
+    console.print(f"written: {out / 'results.json'}, {out / 'report.md'}, {len(paths)} plots in {out}")
+    return 0
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser(
+        "run",
+        help="every system on every workload: results.json, report.md and plots",
+        description="Latency versus ordering and throughput: the raw passthrough, timesync and Kafka "
+        "Streams at each max.task.idle.ms, and the offline optimum, on one broker (KAFKA_BOOTSTRAP_SERVERS, "
+        "else a local one started here). See bench/README.md.",
+    )
+    run.add_argument("--quick", action="store_true", help="small sizes and a subset of settings (< 3 min)")
+    run.add_argument("--out", type=Path, default=Path("results"), help="output folder (default results/)")
+    run.add_argument("--seed", type=int, default=42, help="seed of every workload generator")
+    run.add_argument("--workloads", help=f"comma list out of {','.join(scenarios.NAMES)}")
+    run.add_argument("--no-spark", action="store_true", help="skip the Spark part")
     core = sub.add_parser("core", help="records/s through MergeTask alone (no broker)")
     core.add_argument("--records", type=int, default=1_000_000, help="records per configuration")
     core.add_argument("--quick", action="store_true", help="100k records per configuration")
     core.add_argument("--out", type=Path, default=Path("results"), help="where core.json and core.md go")
     args = parser.parse_args(argv)
+
+    if args.command == "run":
+        workloads = None
+        if args.workloads:
+            workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+            unknown = [w for w in workloads if w not in scenarios.NAMES]
+            if unknown:
+                parser.error(
+                    f"--workloads: unknown {', '.join(unknown)}; known: {', '.join(scenarios.NAMES)}"
+                )
+        return run_bench(args.quick, args.out, args.seed, workloads, not args.no_spark)
 
     if args.command == "core":
         from bench import core as bench_core

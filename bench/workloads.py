@@ -78,7 +78,106 @@ def skewed(
     return events
 
 
-WORKLOADS: dict[str, Callable[..., list[Event]]] = {"steady": steady, "skewed": skewed}
+DAY_MS = 86_400_000
+
+
+def iot_dump(
+    topics: list[str],
+    partitions: int,
+    base_ms: int,
+    sensors: int = 16,
+    readings: int = 1440,
+    dump_every_ms: int = 500,
+    seed: int = 1,
+) -> list[Event]:
+    """The per-key stream-time case: each sensor dumps a whole day of readings at once.
+
+    Sensor *s* lives on one partition (round robin over every topic-partition) and keeps its
+    readings until its uplink comes back; then, ``s * dump_every_ms`` after the start, it writes
+    the day (``readings`` records over the 24 hours before ``base_ms``, in time order) in one
+    burst. Every sensor covers the same day, so each later dump is up to a day behind the records
+    already merged: per-partition merging cannot repair per-key disorder.
+    """
+    rng = random.Random(seed)
+    tps = [(t, p) for t in topics for p in range(partitions)]
+    day_start = base_ms - DAY_MS
+    step = DAY_MS // readings
+    events: list[Event] = []
+    seq = 0
+    for s in range(sensors):
+        topic, part = tps[s % len(tps)]
+        key = b"sensor-%d" % s
+        at = s * dump_every_ms
+        for j in range(readings):
+            ts = day_start + j * step + rng.randrange(step)
+            events.append(Event(topic, part, ts, key, _value(ts, seq, sensor=s), at))
+            seq += 1
+    return sorted(events, key=lambda e: e.send_at_ms)  # stable: a dump stays in time order
+
+
+def lagging(
+    topics: list[str],
+    partitions: int,
+    records: int,
+    base_ms: int,
+    backlog: int,
+    seed: int = 1,
+    rate_per_s: float = 1000.0,
+) -> tuple[list[Event], list[Event]]:
+    """KIP-695's case: one partition holds a backlog on the broker while the others are live.
+
+    Returns ``(backlog, live)``. The backlog (``backlog`` records on the last topic's last
+    partition, written before the merger starts) carries that partition's older history: event
+    times at the partition's own rate, ending at ``base_ms``. ``live`` is :func:`steady` over
+    every partition. A merger that emits live records before it has fetched the whole backlog
+    makes the rest of the backlog late; KIP-695 waits while the lag on the broker is > 0.
+    """
+    per_partition_step = 1000.0 / rate_per_s * len(topics) * partitions
+    topic, part = topics[-1], partitions - 1
+    old = [
+        Event(
+            topic,
+            part,
+            base_ms - int((backlog - i) * per_partition_step),
+            b"k%d" % (i % 100),
+            _value(base_ms - int((backlog - i) * per_partition_step), -1 - i),
+            0,
+        )
+        for i in range(backlog)
+    ]
+    return old, steady(topics, partitions, records, base_ms, seed=seed, rate_per_s=rate_per_s)
+
+
+def quiet(
+    topics: list[str],
+    partitions: int,
+    records: int,
+    base_ms: int,
+    seed: int = 1,
+    rate_per_s: float = 1000.0,
+    silent_from: float = 0.3,
+    silent_until: float = 0.6,
+) -> list[Event]:
+    """A partition goes silent, then resumes: :func:`steady`, minus the first partition's records
+    between ``silent_from`` and ``silent_until`` (shares of the run's duration).
+
+    Nothing is lost or delayed: the partition simply has no data then, so a merger waiting for it
+    waits for nothing (``max.task.idle.ms`` decides for how long).
+    """
+    events = steady(topics, partitions, records, base_ms, seed=seed, rate_per_s=rate_per_s)
+    end = events[-1].send_at_ms if events else 0
+    lo, hi = silent_from * end, silent_until * end
+    first = (topics[0], 0)
+    return [e for e in events if not ((e.topic, e.partition) == first and lo <= e.send_at_ms < hi)]
+
+
+WORKLOADS: dict[str, Callable[..., object]] = {
+    "steady": steady,
+    "skewed": skewed,
+    "iot": iot_dump,
+    "lagging": lagging,
+    "quiet": quiet,
+}
 
 
 def out_of_order(timestamps: list[int]) -> tuple[int, int]:

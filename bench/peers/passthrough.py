@@ -93,11 +93,16 @@ async def run(bootstrap: str, inputs: list[str], output: str, group: str, stop: 
     try:
         while not stop.is_set():
             fetched = await consumer.getmany(timeout_ms=100, max_records=20_000)
-            for tp, records in fetched.items():
-                futures = await writer.send(output, 0, copy_into_batches(records, producer.create_batch))
-                if futures:
-                    futures[-1].add_done_callback(lambda f, o={tp: records[-1].offset + 1}: on_ack(o, f))
-                written += len(records)
+            if not fetched:
+                continue
+            # One write per poll, as the sidecar does: a send per input partition would wait for
+            # the previous batch of the same output partition to drain each time.
+            records = [r for recs in fetched.values() for r in recs]
+            futures = await writer.send(output, 0, copy_into_batches(records, producer.create_batch))
+            if futures:
+                done = {tp: recs[-1].offset + 1 for tp, recs in fetched.items() if recs}
+                futures[-1].add_done_callback(lambda f, o=done: on_ack(o, f))
+            written += len(records)
         await producer.flush()
     finally:
         commits.cancel()

@@ -1,0 +1,117 @@
+"""The issue's goals, read off a results dict: measured figures next to their targets.
+
+Nothing here fails a run: a goal that is not met is reported as ``met: false`` with its figure.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+THROUGHPUT_VS_PASSTHROUGH = 0.9
+ADDED_P99_MS = 50
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
+
+
+def _met(value: bool | None) -> bool | None:
+    return None if value is None else bool(value)
+
+
+def goals(results: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    tp_runs = {r["system"]["label"]: r for r in results["throughput"]["runs"]}
+
+    def rate(label: str) -> float | None:
+        run = tp_runs.get(label)
+        return run["records_per_s"] if run else None
+
+    ts0, pt, ks0 = rate("timesync idle 0"), rate("passthrough"), rate("kafka-streams idle 0")
+    tsp0 = rate("timesync/partition idle 0")
+    vs_pt = _ratio(ts0, pt)
+    out["throughput"] = {
+        "passthrough_records_per_s": pt,
+        "timesync_idle_0_records_per_s": ts0,
+        "timesync_partition_idle_0_records_per_s": tsp0,
+        "kafka_streams_idle_0_records_per_s": ks0,
+        "timesync_vs_passthrough": vs_pt,
+        "target_vs_passthrough": THROUGHPUT_VS_PASSTHROUGH,
+        "met": _met(vs_pt >= THROUGHPUT_VS_PASSTHROUGH if vs_pt is not None else None),
+        "timesync_vs_kafka_streams": _ratio(ts0, ks0),
+        "timesync_partition_vs_kafka_streams": _ratio(tsp0, ks0),
+    }
+
+    per_workload = {}
+    all_zero: list[bool] = []
+    for w in results["workloads"]:
+        for r in w["runs"]:
+            if r["system"]["label"] == "timesync idle max":
+                beyond = r["disorder"]["inversions"] - r["reference_inversions"]
+                per_workload[w["name"]] = {
+                    "inversions": r["disorder"]["inversions"],
+                    "held_by_single_partitions": r["reference_inversions"],
+                    "beyond": beyond,
+                    "equals_ideal_merge": r["equals_ideal_merge"],
+                    "missing": r["missing"],
+                }
+                all_zero.append(beyond == 0 and r["missing"] == 0)
+    backlog = results["throughput"]["order_checks"].get("timesync_idle_max")
+    if backlog is not None:
+        per_workload["backlog (throughput phase)"] = {
+            "inversions": backlog["inversions"],
+            "held_by_single_partitions": backlog["ideal_merge_inversions"],
+            "beyond": backlog["inversions"] - backlog["ideal_merge_inversions"],
+            "equals_ideal_merge": backlog["equals_ideal_merge"],
+            "missing": 0,
+        }
+        all_zero.append(backlog["inversions"] == backlog["ideal_merge_inversions"])
+    out["idle_max_no_inversions_beyond_partitions"] = {
+        "per_workload": per_workload,
+        "met": _met(all(all_zero) if all_zero else None),
+    }
+
+    check = results["throughput"]["order_checks"].get("timesync_partition_vs_kafka_streams_idle_0")
+    out["same_order_as_kafka_streams_idle_0"] = {
+        **(check or {}),
+        "met": _met(check["equal_up_to_ties"] if check else None),
+    }
+
+    steady = next((w for w in results["workloads"] if w["name"] == "steady"), None)
+    added = a = b = None
+    rounds: dict[str, list[int]] = {}
+    if steady is not None:
+        by = {r["system"]["label"]: r for r in steady["runs"]}
+        if "timesync idle 0" in by and "passthrough" in by:
+            for label in ("timesync idle 0", "passthrough"):
+                run = by[label]
+                rounds[label] = [
+                    x for x in run.get("latency_p99_runs_ms", [run["latency"]["p99_ms"]]) if x is not None
+                ]
+            if rounds["timesync idle 0"] and rounds["passthrough"]:
+                a = statistics.median_low(rounds["timesync idle 0"])
+                b = statistics.median_low(rounds["passthrough"])
+                added = a - b
+    out["steady_idle_0_added_p99_ms"] = {
+        "added_p99_ms": added,
+        "timesync_idle_0_p99_ms": a,
+        "passthrough_p99_ms": b,
+        "p99_rounds_ms": rounds,
+        "target_ms": ADDED_P99_MS,
+        "met": _met(added <= ADDED_P99_MS if added is not None else None),
+    }
+
+    spark = results.get("spark")
+    if spark and spark.get("jobs"):
+        jobs = {}
+        for job, sides in spark["jobs"].items():
+            raw, ordered = sides["raw"]["rows_dropped"], sides["ordered"]["rows_dropped"]
+            jobs[job] = {"raw": raw, "ordered": ordered, "met": ordered < raw}
+        out["spark_fewer_drops_on_ordered_topic"] = {
+            "jobs": jobs,
+            "met": all(j["met"] for j in jobs.values()),
+        }
+    else:
+        out["spark_fewer_drops_on_ordered_topic"] = {"jobs": {}, "met": None}
+    return out

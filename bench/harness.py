@@ -1,0 +1,645 @@
+"""``python -m bench run``: every system on every workload, one at a time, on one broker.
+
+Three phases, all on the same broker:
+
+1. **throughput** — the steady workload written up front (a backlog); each system drains it from
+   the beginning. records/s is the rate while the output grew from 25 % to 75 % of the backlog
+   (end offsets sampled every 100 ms), so neither start-up, a JVM's warm-up nor a reading client
+   is in the figure; the headline systems drain it three times (median). The outputs of
+   ``timesync/partition idle 0`` and
+   ``kafka-streams idle 0`` are compared record by record (the same order up to ties), and the
+   idle ``max`` output with the merge a merger with full knowledge makes.
+2. **live** — per workload and system: fresh topics, the system started, the workload written at
+   its arrival times (plus a backlog first for ``lagging``), then end markers. Latency is
+   LogAppendTime of the output record − the moment its input was handed to the producer (or the
+   moment the system became ready, for records written before). Disorder is measured over the
+   output in the order one consumer of the topic sees it.
+3. **spark** — see :mod:`bench.spark_bench`.
+
+Runs are strictly sequential (this is a 2-core machine): a system runs alone with the producer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import analysis, collect, scenarios
+from bench.analysis import Inputs, Output
+from bench.progress import console, track
+from bench.scenarios import Scenario, Sizes
+from bench.systems import IDLE_VALUES, CpuSampler, SystemSpec, running, usage
+from bench.workloads import Event
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one ``bench run`` does."""
+
+    quick: bool
+    seed: int
+    sizes: Sizes
+    workloads: tuple[str, ...]
+    live_systems: tuple[SystemSpec, ...]
+    throughput_systems: tuple[SystemSpec, ...]
+    throughput_records: int
+    throughput_repeats: int = 1  # rounds for the headline systems (median reported)
+    steady_repeats: int = 1  # rounds of passthrough and timesync idle 0 on steady (median p99)
+    value_bytes: int = 100
+    spark: bool = True
+    spark_idle: str = "max"
+    spark_duration_s: float = 31.0
+    spark_rate_per_s: float = 200.0  # orders per second (as many payments)
+    spark_trigger_ms: int = 500  # micro-batches hold what arrives in this long
+
+
+def systems(idles: Sequence[str], ks_idles: Sequence[str]) -> tuple[SystemSpec, ...]:
+    return (
+        SystemSpec("passthrough"),
+        *(SystemSpec("timesync", i) for i in idles),
+        *(SystemSpec("kafka-streams", i) for i in ks_idles),
+    )
+
+
+def plan(quick: bool, seed: int = 42, workloads: Sequence[str] | None = None, spark: bool = True) -> Plan:
+    """The full run (every idle value, every workload) or ``--quick`` (a subset, small sizes)."""
+    if quick:
+        live = (
+            SystemSpec("passthrough"),
+            SystemSpec("timesync", "0"),
+            SystemSpec("timesync", "max"),
+            SystemSpec("kafka-streams", "0"),
+        )
+        through = (
+            SystemSpec("passthrough"),
+            SystemSpec("timesync", "0"),
+            SystemSpec("timesync", "0", "partition"),
+            SystemSpec("kafka-streams", "0"),
+        )
+        return Plan(
+            quick=True,
+            seed=seed,
+            sizes=scenarios.QUICK,
+            workloads=tuple(workloads or ("steady", "skewed")),
+            live_systems=live,
+            throughput_systems=through,
+            throughput_records=20_000,
+            spark=spark,
+            spark_duration_s=6.0,
+            spark_rate_per_s=100.0,
+            spark_trigger_ms=1500,
+        )
+    live = systems(IDLE_VALUES, IDLE_VALUES)
+    through = (
+        SystemSpec("passthrough"),
+        *(SystemSpec("timesync", i) for i in IDLE_VALUES),
+        SystemSpec("timesync", "0", "partition"),
+        SystemSpec("timesync", "max", "partition"),
+        *(SystemSpec("kafka-streams", i) for i in IDLE_VALUES),
+    )
+    return Plan(
+        quick=False,
+        seed=seed,
+        sizes=scenarios.FULL,
+        workloads=tuple(workloads or scenarios.NAMES),
+        live_systems=live,
+        throughput_systems=through,
+        throughput_records=1_000_000,
+        throughput_repeats=3,
+        steady_repeats=3,
+        spark=spark,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Shared pieces
+
+
+def _expected_markers(spec: SystemSpec, partitions_total: int, tasks: int) -> int:
+    """End markers that reach the output: at idle ``max`` a task emits one and then waits forever
+    for the partition it came from (it is empty again); otherwise every marker goes out."""
+    if spec.kind != "passthrough" and spec.idle == "max":
+        return 1 if spec.output_partitions(tasks) == 1 else tasks
+    return partitions_total
+
+
+def _run_metrics(
+    spec: SystemSpec, out: Output, inputs: Inputs, duplicates: int, ideal: list[np.ndarray[Any, Any]]
+) -> dict[str, Any]:
+    """Latency and disorder of one run's output."""
+    order = out.consumer_order()
+    ids = out.id[order]
+    ts = inputs.ts[ids]
+    latencies = out.append_ms - inputs.available_ms[out.id]
+    per_task = spec.output_partitions(int(inputs.partition.max()) + 1) > 1
+    reference = ideal_inversions(ideal, inputs)
+    result: dict[str, Any] = {
+        "records_out": len(out.id),
+        "missing": len(inputs) - len(out.id),
+        "duplicates": duplicates,
+        "latency": analysis.latency(latencies),
+        "disorder": analysis.disorder(ts),
+        "inversions_within_partitions": analysis.within_partitions(out, inputs) if per_task else None,
+        "reference_inversions": reference,
+        "enforced": int(out.enforced.sum()) if spec.kind == "timesync" else None,
+        "marked_late": int(out.late.sum()) if spec.kind == "timesync" else None,
+        "equals_ideal_merge": None,
+    }
+    if spec.kind != "passthrough" and spec.idle == "max":
+        result["equals_ideal_merge"] = _equals_ideal(out, ideal, per_task)
+    return result
+
+
+def ideal_inversions(ideal: list[np.ndarray[Any, Any]], inputs: Inputs) -> int:
+    return sum(analysis.inversions(inputs.ts[task]) for task in ideal)
+
+
+def _equals_ideal(out: Output, ideal: list[np.ndarray[Any, Any]], per_task: bool) -> bool:
+    if not per_task:
+        return bool(np.array_equal(out.id[out.consumer_order()], ideal[0]))
+    for p, task in enumerate(ideal):
+        mine = out.partition == p
+        got = out.id[mine][np.argsort(out.offset[mine], kind="stable")]
+        if not np.array_equal(got, task):
+            return False
+    return True
+
+
+def _usage_fields(pid: int, cpu_at_ready: float) -> dict[str, Any]:
+    used = usage(pid)
+    return {
+        "cpu_s": round(used.cpu_s - cpu_at_ready, 2),
+        "cpu_s_with_start": round(used.cpu_s, 2),
+        "peak_rss_mib": round(used.peak_rss_bytes / 2**20, 1),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Phase 1: throughput on a backlog
+
+
+@dataclass
+class Backlog:
+    topics: list[str]
+    partitions: int
+    inputs: Inputs
+    markers: int
+
+
+async def write_backlog(bootstrap: str, tag: str, p: Plan) -> Backlog:
+    """The steady workload's records (``throughput_records`` of ``value_bytes``), all written now."""
+    topics = [f"bench-{tag}-tp-a", f"bench-{tag}-tp-b"]
+    await collect.create(bootstrap, topics, 2, False, {})
+    base = collect.now_ms() - p.throughput_records  # 1 ms apart over 4 partitions: in the past
+    pad = b"x" * p.value_bytes
+    tps = [(t, q) for t in topics for q in range(2)]
+    rng = np.random.default_rng(p.seed)
+    jitter = rng.integers(0, 4, p.throughput_records)
+    events = [
+        Event(tps[i % 4][0], tps[i % 4][1], base + (i // 4) * 4 + int(jitter[i]), b"k%d" % (i % 100), pad, 0)
+        for i in range(p.throughput_records)
+    ]
+    sent = np.zeros(len(events), dtype=np.int64)
+    with track("throughput: write the backlog", total=len(events)) as bar:
+        await collect.produce_tagged(bootstrap, events, 0, sent, paced=False, progress=bar.update)
+    markers = collect.end_markers(topics, 2, max(e.ts for e in events))
+    await collect.produce_markers(bootstrap, markers)
+    inputs = await collect.read_inputs(bootstrap, topics, 2, len(events), sent)
+    return Backlog(topics, 2, inputs, len(markers))
+
+
+async def throughput_run(
+    bootstrap: str,
+    tag: str,
+    spec: SystemSpec,
+    backlog: Backlog,
+    log_dir: Path,
+    keep_output: bool,
+    round_no: int = 1,
+) -> tuple[dict[str, Any], Output | None]:
+    n = len(backlog.inputs)
+    out_parts = spec.output_partitions(backlog.partitions)
+    output = f"bench-{tag}-tp-out-{spec.slug}-r{round_no}"
+    await collect.create(bootstrap, [], 0, False, {output: out_parts})
+    expected = n + _expected_markers(spec, backlog.markers, backlog.partitions)
+    run_id = f"{tag}-tp-{spec.slug}-r{round_no}"
+    async with running(spec, bootstrap, backlog.topics, output, run_id, log_dir) as system:
+        sampler = CpuSampler(system.pid)
+        sampler.start()
+        samples = await collect.wait_for_count(
+            bootstrap, output, out_parts, expected, timeout_s=max(120, n / 2000)
+        )
+        await sampler.stop()
+        fields = _usage_fields(system.pid, system.cpu_at_ready_s)
+        start_s = system.start_s
+    first, last = await collect.edge_append_times(bootstrap, output, out_parts)
+    span_ms = max(1, last - first)
+    steady = collect.steady_rate(samples, expected) if samples else None
+    drain_cpu = sampler.cpu_at(last) - sampler.cpu_at(first)
+    result = {
+        "system": spec.as_json(),
+        "records": n,
+        "complete": samples is not None,
+        # The steady rate needs a few end-offset samples inside the middle half of the drain; a
+        # backlog drained in a fraction of a second (--quick) only has the overall rate.
+        "records_per_s": round(steady) if steady else (round(n / span_ms * 1000) if samples else None),
+        "records_per_s_method": "steady" if steady else "overall",
+        "records_per_s_overall": round(n / span_ms * 1000) if samples else None,
+        "first_to_last_output_s": round(span_ms / 1000, 3),
+        "start_s": round(start_s, 2),
+        **fields,
+        "cpu_s": round(drain_cpu, 2),
+        "cpu_us_per_record": round(drain_cpu / n * 1e6, 2),
+    }
+    kept = None
+    if keep_output:
+        kept, _ = await collect.read_output(bootstrap, output, out_parts, n, timeout_s=120)
+    return result, kept
+
+
+HEADLINE = ("passthrough", "timesync idle 0", "timesync/partition idle 0", "kafka-streams idle 0")
+
+
+async def throughput_phase(bootstrap: str, tag: str, p: Plan, log_dir: Path) -> dict[str, Any]:
+    """Every system drains the backlog once; the headline systems (the goals' ratios) again in
+    ``throughput_repeats - 1`` more rounds, in rotated order, and report the median rate: on a
+    shared 2-core machine one drain can be off by a third."""
+    backlog = await write_backlog(bootstrap, tag, p)
+    runs: dict[str, dict[str, Any]] = {}
+    rates: dict[str, list[int | None]] = {}
+    outputs: dict[str, Output] = {}
+    keep = {"timesync/partition idle 0", "kafka-streams idle 0", "timesync idle max", "timesync idle 0"}
+    schedule = [(1, spec) for spec in p.throughput_systems]
+    headline = [spec for spec in p.throughput_systems if spec.label in HEADLINE]
+    for round_no in range(2, p.throughput_repeats + 1):
+        shift = (round_no - 1) % max(1, len(headline))
+        schedule += [(round_no, spec) for spec in headline[shift:] + headline[:shift]]
+    with track("throughput: systems", total=len(schedule)) as bar:
+        for i, (round_no, spec) in enumerate(schedule):
+            wanted = round_no == 1 and spec.label in keep
+            result, out = await throughput_run(bootstrap, tag, spec, backlog, log_dir, wanted, round_no)
+            console.print(
+                f"  {spec.label:<28} {result['records_per_s'] or 0:>9,} records/s steady, "
+                f"{result['records_per_s_overall'] or 0:>9,} overall  cpu {result['cpu_s']:.1f} s  "
+                f"rss {result['peak_rss_mib']:.0f} MiB" + (f"  (round {round_no})" if round_no > 1 else "")
+            )
+            runs.setdefault(spec.label, result)
+            rates.setdefault(spec.label, []).append(result["records_per_s"])
+            if out is not None:
+                outputs[spec.label] = out
+            bar.update(i + 1)
+    for label, run in runs.items():
+        measured = [r for r in rates[label] if r is not None]
+        run["records_per_s_runs"] = rates[label]
+        if measured:
+            run["records_per_s"] = int(statistics.median_low(measured))
+    return {
+        "workload": "steady, written before the system starts",
+        "records": len(backlog.inputs),
+        "value_bytes": p.value_bytes,
+        "topics": len(backlog.topics),
+        "partitions_per_topic": backlog.partitions,
+        "rounds": p.throughput_repeats,
+        "runs": list(runs.values()),
+        "order_checks": order_checks(backlog.inputs, outputs),
+    }
+
+
+def _per_partition(out: Output) -> list[np.ndarray[Any, Any]]:
+    result = []
+    for p in range(int(out.partition.max()) + 1 if len(out.partition) else 0):
+        mine = out.partition == p
+        result.append(out.id[mine][np.argsort(out.offset[mine], kind="stable")])
+    return result
+
+
+def order_checks(inputs: Inputs, outputs: dict[str, Output]) -> dict[str, Any]:
+    """timesync vs Kafka Streams (per task, up to ties) and idle ``max`` vs the full-knowledge merge."""
+    checks: dict[str, Any] = {}
+    ts_part, ks = outputs.get("timesync/partition idle 0"), outputs.get("kafka-streams idle 0")
+    if ts_part is not None and ks is not None:
+        a, b = _per_partition(ts_part), _per_partition(ks)
+        per = [analysis.same_order_up_to_ties(x, y, inputs.ts) for x, y in zip(a, b, strict=False)]
+        checks["timesync_partition_vs_kafka_streams_idle_0"] = {
+            "equal_up_to_ties": len(a) == len(b) and all(c["equal"] for c in per),
+            "equal_exactly": len(a) == len(b) and all(c["equal_exactly"] for c in per),
+            "positions_differing": sum(c["positions_differing"] for c in per),
+            "tie_runs_differing": sum(c["tie_runs_differing"] or 0 for c in per),
+            "records_compared": int(sum(len(x) for x in a)),
+        }
+    single = analysis.ideal_merge(inputs)[0]
+    ideal_inv = analysis.inversions(inputs.ts[single])
+    for label in ("timesync idle 0", "timesync idle max"):
+        out = outputs.get(label)
+        if out is None:
+            continue
+        ids = out.id[out.consumer_order()]
+        checks[label.replace(" ", "_")] = {
+            "inversions": analysis.inversions(inputs.ts[ids]),
+            "ideal_merge_inversions": ideal_inv,
+            "equals_ideal_merge": bool(np.array_equal(ids, single)),
+        }
+    return checks
+
+
+# --------------------------------------------------------------------------------------------
+# Phase 2: live workloads
+
+
+async def live_run(
+    bootstrap: str, tag: str, p: Plan, name: str, spec: SystemSpec, log_dir: Path, round_no: int = 1
+) -> tuple[dict[str, Any], Scenario, Inputs]:
+    prefix = f"bench-{tag}-{name}-{spec.slug}" + (f"-r{round_no}" if round_no > 1 else "")
+    scenario = scenarios.build(name, prefix, p.sizes, p.seed, collect.now_ms())
+    output = f"{prefix}-out"
+    out_parts = spec.output_partitions(scenario.partitions)
+    await collect.create(
+        bootstrap, scenario.topics, scenario.partitions, scenario.log_append_time, {output: out_parts}
+    )
+    n = scenario.records
+    sent = np.zeros(n, dtype=np.int64)
+    if scenario.backlog:
+        await collect.produce_tagged(bootstrap, scenario.backlog, 0, sent, paced=False)
+    run_id = f"{tag}-{name}-{spec.slug}" + (f"-r{round_no}" if round_no > 1 else "")
+    warmup: list[Event] = []
+    if p.sizes.warmup_s > 0 and not scenario.backlog:
+        warmup = collect.warmup_events(
+            scenario.topics, scenario.partitions, scenario.first_ts, p.sizes.warmup_s, p.sizes.rate_per_s
+        )
+    async with running(spec, bootstrap, scenario.topics, output, run_id, log_dir) as system:
+        cpu_at_start = system.cpu_at_ready_s
+        workload_start_ms = system.ready_ms
+        if warmup:
+            await collect.produce_warmup(bootstrap, warmup)
+            await asyncio.sleep(0.5)
+            cpu_at_start = usage(system.pid).cpu_s
+            workload_start_ms = collect.now_ms()
+        first_live = len(scenario.backlog)
+        await collect.produce_tagged(bootstrap, scenario.live, first_live, sent, paced=True)
+        produced_ms = collect.now_ms()
+        last_ts = max(e.ts for e in (*scenario.backlog, *scenario.live))
+        # A marker appended in the same millisecond as a data record of another partition would
+        # tie with it (LogAppendTime) and could go out first, leaving that record held at idle max.
+        await asyncio.sleep(0.005)
+        await collect.produce_markers(
+            bootstrap, collect.end_markers(scenario.topics, scenario.partitions, last_ts)
+        )
+        out, duplicates = await collect.read_output(bootstrap, output, out_parts, n, timeout_s=60)
+        fields = _usage_fields(system.pid, cpu_at_start)
+        status = await system.status()
+        start_s = system.start_s
+        available = np.maximum(sent, system.ready_ms)
+    inputs = await collect.read_inputs(
+        bootstrap, scenario.topics, scenario.partitions, n, available, warmup=len(warmup)
+    )
+    ideal = analysis.ideal_merge(inputs, per_partition_index=out_parts > 1)
+    result = {
+        "system": spec.as_json(),
+        "records": n,
+        "warmup_records": len(warmup),
+        "produce_s": round((produced_ms - workload_start_ms) / 1000, 2),
+        "start_s": round(start_s, 2),
+        **fields,
+        **_run_metrics(spec, out, inputs, duplicates, ideal),
+    }
+    if status is not None:
+        tasks = status.get("tasks", {}).values()
+        result["sidecar_status"] = {
+            "records_out": sum(int(t.get("records_out", 0)) for t in tasks),
+            "enforced": sum(int(t.get("enforced", 0)) for t in tasks),
+            "late": sum(int(t.get("late", 0)) for t in tasks),
+        }
+    return result, scenario, inputs
+
+
+def optimum(scenario: Scenario, inputs: Inputs) -> dict[str, Any]:
+    """The offline optimum: every record known before any goes out. Sorted → no disorder; each
+    record is visible at the end of the input (the last record's availability)."""
+    order = analysis.optimum_order(inputs)
+    end = int(inputs.available_ms.max())
+    return {
+        "system": {"kind": "optimum", "idle": None, "grouping": "single", "label": "optimum"},
+        "records": len(inputs),
+        "records_out": len(inputs),
+        "missing": 0,
+        "duplicates": 0,
+        "latency": analysis.latency(end - inputs.available_ms),
+        "disorder": analysis.disorder(inputs.ts[order]),
+        "inversions_within_partitions": None,
+        "reference_inversions": ideal_inversions(analysis.ideal_merge(inputs), inputs),
+        "enforced": None,
+        "marked_late": None,
+        "equals_ideal_merge": None,
+        "cpu_s": None,
+        "cpu_s_with_start": None,
+        "peak_rss_mib": None,
+        "start_s": None,
+        "produce_s": None,
+    }
+
+
+STEADY_HEADLINE = ("passthrough", "timesync idle 0")
+
+
+async def live_phase(bootstrap: str, tag: str, p: Plan, log_dir: Path) -> list[dict[str, Any]]:
+    """Every system on every workload. On ``steady`` the two systems of the added-latency goal run
+    ``steady_repeats - 1`` more times, alternating; their p99 is then the median over the rounds
+    (one p99 on a shared machine is one stall away from another figure)."""
+    results = []
+    repeat = [s for s in p.live_systems if s.label in STEADY_HEADLINE] if "steady" in p.workloads else []
+    total = len(p.workloads) * len(p.live_systems) + len(repeat) * (p.steady_repeats - 1)
+    done = 0
+    with track("live runs", total=total) as bar:
+        for name in p.workloads:
+            runs: list[dict[str, Any]] = []
+            last: tuple[Scenario, Inputs] | None = None
+            schedule = [(1, spec) for spec in p.live_systems]
+            if name == "steady":
+                schedule += [(r, spec) for r in range(2, p.steady_repeats + 1) for spec in repeat]
+            by_label: dict[str, dict[str, Any]] = {}
+            for round_no, spec in schedule:
+                result, scenario, inputs = await live_run(bootstrap, tag, p, name, spec, log_dir, round_no)
+                lat, dis = result["latency"], result["disorder"]
+                console.print(
+                    f"  {name:<10} {spec.label:<24} p99 {lat['p99_ms']} ms  max {lat['max_ms']} ms  "
+                    f"late {dis['late_share']:.2%}  inversions {dis['inversions']:,}"
+                    + ("" if not result["missing"] else f"  [red]missing {result['missing']}[/]")
+                    + (f"  (round {round_no})" if round_no > 1 else "")
+                )
+                if round_no == 1:
+                    runs.append(result)
+                    by_label[spec.label] = result
+                    result["latency_p99_runs_ms"] = [lat["p99_ms"]]
+                    last = (scenario, inputs)
+                else:
+                    by_label[spec.label]["latency_p99_runs_ms"].append(lat["p99_ms"])
+                done += 1
+                bar.update(done)
+            assert last is not None
+            scenario, inputs = last
+            runs.append(optimum(scenario, inputs))
+            results.append(
+                {
+                    "name": name,
+                    "description": scenarios.DESCRIPTIONS[name],
+                    "records": scenario.records,
+                    "backlog_records": len(scenario.backlog),
+                    "topics": len(scenario.topics),
+                    "partitions_per_topic": scenario.partitions,
+                    "duration_s": round(scenario.duration_ms / 1000, 1),
+                    "log_append_time": scenario.log_append_time,
+                    "runs": runs,
+                }
+            )
+    return results
+
+
+# --------------------------------------------------------------------------------------------
+# The run
+
+
+def _version(cmd: Sequence[str]) -> str | None:
+    try:
+        proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (proc.stdout + proc.stderr).strip().splitlines()
+    return text[0].strip() if text else None
+
+
+def environment() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(machine, versions) for results.json."""
+    from importlib import metadata
+
+    def pkg(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    cpu = platform.processor() or None
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = None
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        mem = int(Path("/proc/meminfo").read_text().split()[1]) * 1024
+    machine = {
+        "hostname": platform.node(),
+        "os": platform.platform(),
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "memory_bytes": mem,
+        "load_average_at_start": list(os.getloadavg()),
+    }
+    from bench.local_broker import load_launcher
+    from bench.peers.kafka_streams import POM
+
+    launcher = load_launcher()
+    versions = {
+        "python": platform.python_version(),
+        "timesync": pkg("timesync"),
+        "aiokafka": pkg("aiokafka"),
+        "pyspark": pkg("pyspark"),
+        "java": _version(["java", "-version"]),
+        "kafka_broker": getattr(launcher, "KAFKA_VERSION", None) or _pom_version(launcher),
+        "kafka_streams": _pom_property(POM, "kafka.version"),
+        "git_commit": _version(["git", "-C", str(Path(__file__).parent), "rev-parse", "HEAD"]),
+    }
+    return machine, versions
+
+
+def _pom_property(pom: Path, name: str) -> str | None:
+    import re
+
+    match = re.search(rf"<{re.escape(name)}>([^<]+)</", pom.read_text())
+    return match.group(1) if match else None
+
+
+def _pom_version(launcher: Any) -> str | None:
+    repo = Path(launcher.__file__).parent
+    for pom in (repo / "broker" / "pom.xml", repo / "pom.xml"):
+        if pom.is_file():
+            found = _pom_property(pom, "kafka.version")
+            if found:
+                return found
+    return None
+
+
+async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
+    """Run the plan against ``bootstrap``; return results (see bench/README.md for the schema)."""
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    started = time.time()
+    tag = uuid.uuid4().hex[:6]
+    machine, versions = environment()
+    log_dir = out_dir / "logs"
+    shutil.rmtree(log_dir, ignore_errors=True)
+    log_dir.mkdir(parents=True)
+    console.print(f"[bold]timesync bench[/] run {tag} ({'quick' if p.quick else 'full'}), broker {bootstrap}")
+    from bench.peers.kafka_streams import build
+
+    with track("kafka streams peer: build (cached)", total=None):
+        build_started = time.monotonic()
+        build()
+        ks_build_s = time.monotonic() - build_started
+    phases = {"kafka_streams_build": round(ks_build_s, 1)}
+    mark = time.monotonic()
+    throughput = await throughput_phase(bootstrap, tag, p, log_dir)
+    phases["throughput"] = round(time.monotonic() - mark, 1)
+    early = None
+    if p.spark and p.quick:
+        from bench import spark_bench
+
+        early = spark_bench.EarlySession()
+    mark = time.monotonic()
+    live = await live_phase(bootstrap, tag, p, log_dir)
+    phases["live"] = round(time.monotonic() - mark, 1)
+    spark = None
+    if p.spark:
+        from bench import spark_bench
+
+        mark = time.monotonic()
+        spark = await spark_bench.spark_phase(bootstrap, tag, p, out_dir, early)
+        phases["spark"] = round(time.monotonic() - mark, 1)
+    results: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": tag,
+        "quick": p.quick,
+        "seed": p.seed,
+        "started_at": dt.datetime.fromtimestamp(started, dt.UTC).isoformat(timespec="seconds"),
+        "duration_s": round(time.time() - started, 1),
+        "machine": machine,
+        "versions": versions,
+        "kafka_streams_build_s": round(ks_build_s, 1),
+        "phase_s": phases,
+        "load_average_at_end": list(os.getloadavg()),
+        "sizes": p.sizes.as_json(),
+        "throughput": throughput,
+        "workloads": live,
+        "spark": spark,
+    }
+    from bench.goals import goals
+
+    results["goals"] = goals(results)
+    return results

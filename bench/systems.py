@@ -1,0 +1,260 @@
+"""The systems the benchmark compares, started and stopped the same way.
+
+Each system under test runs as its own process, so its CPU seconds and peak RSS can be read from
+``/proc/<pid>`` without the harness's own work in the figures:
+
+* ``passthrough`` — ``python -m bench.peers.passthrough``: consume → produce, no ordering;
+* ``timesync`` — ``python -m sidecar`` (the product), at a ``max.task.idle.ms`` and a
+  ``task.grouping``;
+* ``kafka-streams`` — the Kafka Streams peer's JVM (``bench/peers/kafka-streams``);
+* ``optimum`` — not a process: the whole input sorted offline (see :mod:`bench.analysis`).
+
+:func:`running` starts one and yields a :class:`Running` once it is ready to consume (the
+sidecar's ``/healthz`` says 200; the peers print ``READY``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from bench.peers.kafka_streams import KafkaStreamsPeer
+from bench.sidecar_process import SidecarProcess
+
+Kind = Literal["passthrough", "timesync", "kafka-streams", "optimum"]
+IDLE_VALUES = ("-1", "0", "100", "1000", "max")
+READY_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class SystemSpec:
+    """One system at one setting. ``idle`` is ``max.task.idle.ms`` as text (``None``: no idling)."""
+
+    kind: Kind
+    idle: str | None = None
+    grouping: Literal["single", "partition"] = "single"
+
+    @property
+    def label(self) -> str:
+        """Short, unique, stable: ``passthrough``, ``timesync idle 0``, ``timesync/partition idle 0``."""
+        name = self.kind if self.grouping == "single" or self.kind != "timesync" else "timesync/partition"
+        return name if self.idle is None else f"{name} idle {self.idle}"
+
+    @property
+    def slug(self) -> str:
+        """The label as a topic-name fragment."""
+        return self.label.replace("/", "-").replace(" idle ", "-i").replace("-1", "m1")
+
+    def output_partitions(self, input_partitions: int) -> int:
+        """One output partition per task: Kafka Streams and ``task.grouping=partition`` have one
+        task per partition index; the passthrough and ``task.grouping=single`` write partition 0."""
+        per_task = self.kind == "kafka-streams" or self.grouping == "partition"
+        return input_partitions if per_task else 1
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "idle": self.idle, "grouping": self.grouping, "label": self.label}
+
+
+@dataclass
+class Usage:
+    """CPU seconds (user + system) and peak resident memory of one process."""
+
+    cpu_s: float
+    peak_rss_bytes: int
+
+
+def usage(pid: int) -> Usage:
+    """Read ``/proc/<pid>/stat`` (utime + stime) and ``VmHWM`` of ``/proc/<pid>/status`` (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    status = Path(f"/proc/{pid}/status").read_text()
+    hwm_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+    return Usage(cpu, hwm_kb * 1024)
+
+
+class CpuSampler:
+    """Samples a process's CPU seconds every ``every_s`` (wall-clock ms, CPU s), so the CPU spent
+    between two instants known only afterwards (first and last output) can be read off."""
+
+    def __init__(self, pid: int, every_s: float = 0.05) -> None:
+        self.pid, self.every_s = pid, every_s
+        self.samples: list[tuple[int, float]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(OSError, ValueError):
+                self.samples.append((time.time_ns() // 1_000_000, usage(self.pid).cpu_s))
+            await asyncio.sleep(self.every_s)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def cpu_at(self, wall_ms: int) -> float:
+        """CPU seconds used by ``wall_ms`` (linear between samples, clamped at the ends)."""
+        if not self.samples:
+            return 0.0
+        for (t0, c0), (t1, c1) in itertools.pairwise(self.samples):
+            if t0 <= wall_ms <= t1:
+                return c0 + (c1 - c0) * (wall_ms - t0) / max(1, t1 - t0)
+        return self.samples[0][1] if wall_ms < self.samples[0][0] else self.samples[-1][1]
+
+
+@dataclass
+class Running:
+    """A started system: its pid, when it became ready (wall-clock ms), and its CPU time then."""
+
+    spec: SystemSpec
+    pid: int
+    ready_ms: int
+    start_s: float
+    cpu_at_ready_s: float
+    sidecar: SidecarProcess | None = None
+
+    async def status(self) -> dict[str, Any] | None:
+        """The sidecar's ``/status`` (``None`` for the other systems)."""
+        if self.sidecar is None:
+            return None
+        with contextlib.suppress(Exception):
+            return await self.sidecar.status()
+        return None
+
+
+class PassthroughProcess:
+    """``python -m bench.peers.passthrough`` as a child process, ready once it prints READY."""
+
+    def __init__(self, bootstrap: str, inputs: list[str], output: str, group: str, log_path: Path) -> None:
+        self.argv = [
+            sys.executable,
+            "-m",
+            "bench.peers.passthrough",
+            "--bootstrap-servers",
+            bootstrap,
+            "--input-topics",
+            ",".join(inputs),
+            "--output-topic",
+            output,
+            "--group-id",
+            group,
+        ]
+        self.log_path = log_path
+        self.proc: asyncio.subprocess.Process | None = None
+        self._drain: asyncio.Task[None] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    async def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.argv, stdout=asyncio.subprocess.PIPE, stderr=log, stdin=asyncio.subprocess.DEVNULL
+            )
+        finally:
+            log.close()
+        assert self.proc.stdout is not None
+        try:
+            line = await asyncio.wait_for(self.proc.stdout.readline(), timeout_s)
+        except TimeoutError:
+            await self.stop()
+            raise RuntimeError(
+                f"the passthrough printed no READY within {timeout_s:g} s; log {self.log_path}"
+            ) from None
+        if line.strip() != b"READY":
+            await self.stop()
+            raise RuntimeError(f"the passthrough did not start (stdout {line!r}); log {self.log_path}")
+        self._drain = asyncio.create_task(self._discard(self.proc.stdout))
+
+    @staticmethod
+    async def _discard(stream: asyncio.StreamReader) -> None:
+        async for _ in stream:
+            pass
+
+    async def stop(self, timeout_s: float = 30.0) -> int:
+        proc = self.proc
+        if proc is None:
+            return 0
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), timeout_s)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        if self._drain is not None:
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(self._drain, 5.0)
+        assert proc.returncode is not None
+        return proc.returncode
+
+
+def sidecar_settings(spec: SystemSpec) -> dict[str, object]:
+    """The sidecar settings of one benchmark run (everything else at its defaults)."""
+    assert spec.idle is not None
+    return {
+        "max.task.idle.ms": spec.idle,
+        "task.grouping": spec.grouping,
+        # Every run starts with a fresh group on fresh topics; nothing to resume.
+        "auto.offset.reset": "earliest",
+    }
+
+
+@contextlib.asynccontextmanager
+async def running(
+    spec: SystemSpec, bootstrap: str, inputs: list[str], output: str, run_id: str, log_dir: Path
+) -> AsyncIterator[Running]:
+    """Start ``spec`` on ``inputs`` → ``output``; yield once it is ready; stop it on exit."""
+    started = time.monotonic()
+    group = f"bench-{run_id}"
+    if spec.kind == "passthrough":
+        passthrough = PassthroughProcess(bootstrap, inputs, output, group, log_dir / f"{run_id}.log")
+        await passthrough.start()
+        try:
+            yield _ready(spec, passthrough.pid, started)
+        finally:
+            await passthrough.stop()
+    elif spec.kind == "timesync":
+        settings = {**sidecar_settings(spec), "group.id": group}
+        sidecar = SidecarProcess(bootstrap, inputs, output, settings, log_dir=log_dir)
+        await sidecar.start(timeout_s=READY_TIMEOUT_S)
+        try:
+            yield _ready(spec, sidecar.pid, started, sidecar)
+        finally:
+            await sidecar.stop()
+    elif spec.kind == "kafka-streams":
+        assert spec.idle is not None
+        idle: int | Literal["max"] = "max" if spec.idle == "max" else int(spec.idle)
+        async with KafkaStreamsPeer(bootstrap, inputs, output, idle, group) as peer:
+            yield _ready(spec, peer.pid, started)
+    else:
+        raise ValueError(f"{spec.label} is computed offline, not run")
+
+
+def _ready(spec: SystemSpec, pid: int, started: float, sidecar: SidecarProcess | None = None) -> Running:
+    return Running(
+        spec,
+        pid,
+        ready_ms=time.time_ns() // 1_000_000,
+        start_s=time.monotonic() - started,
+        cpu_at_ready_s=usage(pid).cpu_s,
+        sidecar=sidecar,
+    )

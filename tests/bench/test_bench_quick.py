@@ -1,0 +1,76 @@
+"""``python -m bench run --quick`` end to end: it finishes, and what it writes is complete.
+
+One run of the whole harness against the session's broker — every system type (raw
+passthrough, timesync, Kafka Streams, the offline optimum) and the Spark part — checked for
+shape, not speed: results.json follows bench/results.schema.json, the plots are PNG files and
+the report has its tables. Timing figures are the benchmark's output, never asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.spark]
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA = REPO / "bench" / "results.schema.json"
+# The quick run targets < 3 minutes; this bound leaves room for a cold Maven build of the Kafka
+# Streams peer and a loaded machine.
+TIMEOUT_S = 600
+
+
+@pytest.fixture(scope="module")
+def quick_run(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bench-quick")
+    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CI": "true"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "run", "--quick", "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert proc.returncode == 0, f"bench run --quick failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return out
+
+
+@pytest.mark.timeout(TIMEOUT_S + 60)
+def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
+    results = json.loads((quick_run / "results.json").read_text())
+    jsonschema.validate(results, json.loads(SCHEMA.read_text()))
+
+    kinds = {r["system"]["kind"] for w in results["workloads"] for r in w["runs"]}
+    assert kinds == {"passthrough", "timesync", "kafka-streams", "optimum"}
+    assert {r["system"]["kind"] for r in results["throughput"]["runs"]} >= {
+        "passthrough",
+        "timesync",
+        "kafka-streams",
+    }
+    for w in results["workloads"]:
+        for r in w["runs"]:
+            assert r["missing"] == 0, (
+                f"{w['name']} / {r['system']['label']}: records never reached the output"
+            )
+    assert set(results["spark"]["jobs"]) == {"aggregate", "join"}
+
+    plots = [quick_run / f"latency-disorder-{w['name']}.png" for w in results["workloads"]]
+    plots += [quick_run / "throughput.png", quick_run / "latency-cdf.png"]
+    for plot in plots:
+        assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{plot.name} is not a PNG"
+
+    report = (quick_run / "report.md").read_text()
+    for heading in (
+        "## Goals",
+        "## Throughput",
+        "## Spark",
+        *(f"## {w['name']}" for w in results["workloads"]),
+    ):
+        assert heading in report
