@@ -10,6 +10,8 @@ every batch is acked — the same calls the sidecar makes, minus Kafka. Two shap
 
 Idle ``-1`` never waits; ``max`` waits for every partition, so each poll stops when one runs dry.
 ``stamp`` adds building the output headers (what the producer needs), for comparison.
+The collector is tuned as the sidecar tunes it (``sidecar.cli.tune_gc``), so the figures are
+the ones the service gets.
 """
 
 from __future__ import annotations
@@ -115,7 +117,9 @@ def measure(shape: str, partitions: int, idle: str, stamp: bool, records: int) -
 
 def run(records: int = 1_000_000, quick: bool = False) -> list[CoreResult]:
     from bench.progress import track
+    from sidecar.cli import tune_gc
 
+    tune_gc()
     configs = [
         (shape, partitions, idle, stamp)
         for stamp in (False, True)
@@ -137,7 +141,8 @@ def run(records: int = 1_000_000, quick: bool = False) -> list[CoreResult]:
 def report(results: list[CoreResult]) -> str:
     lines = [
         f"MergeTask throughput — {platform.python_implementation()} {platform.python_version()}, "
-        f"{platform.machine()}, fetch chunks of {FETCH} records per partition",
+        f"{platform.machine()}, fetch chunks of {FETCH} records per partition, "
+        f"GC thresholds {gc.get_threshold()} (as the sidecar sets them)",
         "",
         "| input | partitions | idle | + stamping | records | records/s | blocks alive/record "
         "| peak bytes/record |",
