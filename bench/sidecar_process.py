@@ -20,6 +20,8 @@ from typing import Any
 
 import aiohttp
 
+from bench.processes import spawn_logged, terminate
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -73,14 +75,7 @@ class SidecarProcess:
         """Start; with ``wait="healthy"`` return once ``/healthz`` says 200 (or fail with the log)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("TIMESYNC_")}
         env.update(self.env or {})
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
-        try:
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.args(), stdout=log, stderr=log, stdin=asyncio.subprocess.DEVNULL, env=env
-            )
-        finally:
-            log.close()
+        self.proc = await spawn_logged(self.args(), self.log_path, env=env)
         if wait == "healthy":
             await self.wait_healthy(timeout_s)
         return self
@@ -119,17 +114,9 @@ class SidecarProcess:
         proc = self.proc
         if proc is None:
             return 0
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(sig)
-            try:
-                await asyncio.wait_for(proc.wait(), timeout_s)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-                raise SidecarError(
-                    f"sidecar ignored signal {sig} for {timeout_s} s:\n{self.log_tail()}"
-                ) from None
+        if not await terminate(proc, timeout_s, sig):
+            raise SidecarError(f"sidecar ignored signal {sig} for {timeout_s} s:\n{self.log_tail()}")
+        assert proc.returncode is not None  # terminate waited for it
         self.returncode = proc.returncode
         return proc.returncode
 

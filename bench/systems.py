@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import itertools
 import os
-import signal
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bench.peers.kafka_streams import KafkaStreamsPeer
+from bench.processes import spawn_logged, terminate
 from bench.sidecar_process import SidecarProcess
 
 Kind = Literal["passthrough", "timesync", "kafka-streams", "optimum"]
@@ -162,14 +162,7 @@ class PassthroughProcess:
         return self.proc.pid
 
     async def start(self, timeout_s: float = READY_TIMEOUT_S) -> None:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
-        try:
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.argv, stdout=asyncio.subprocess.PIPE, stderr=log, stdin=asyncio.subprocess.DEVNULL
-            )
-        finally:
-            log.close()
+        self.proc = await spawn_logged(self.argv, self.log_path, stdout=asyncio.subprocess.PIPE)
         assert self.proc.stdout is not None
         try:
             line = await asyncio.wait_for(self.proc.stdout.readline(), timeout_s)
@@ -192,14 +185,7 @@ class PassthroughProcess:
         proc = self.proc
         if proc is None:
             return 0
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), timeout_s)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await terminate(proc, timeout_s)
         if self._drain is not None:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(self._drain, 5.0)

@@ -26,6 +26,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
 
+from bench.processes import terminate
+
 PEER_DIR = Path(__file__).resolve().with_name("kafka-streams")
 POM = PEER_DIR / "pom.xml"
 JAR = PEER_DIR / "target" / "timesync-kafka-streams-peer.jar"
@@ -252,15 +254,7 @@ class KafkaStreamsPeer:
     async def _terminate(self, timeout_s: float) -> int:
         assert self._proc is not None
         proc = self._proc
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), timeout_s)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await proc.wait()
+        await terminate(proc, timeout_s)
         for task in self._readers:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 await asyncio.wait_for(task, 5.0)
