@@ -110,8 +110,10 @@ async def read_topics(
 ) -> list[ConsumerRecord[bytes, bytes]]:
     """Read the topics from the beginning, in the order a plain consumer receives them.
 
-    Stops when ``expected`` records arrived, or when every partition is at its high watermark
-    and nothing new came for ``idle_s``, or after ``timeout_s``.
+    With ``expected``, stops once that many records arrived (or after ``timeout_s``): a writer
+    that is still waiting — a sidecar idling on a quiet partition — must not look finished.
+    Without it, stops when every partition is at its high watermark and nothing new came for
+    ``idle_s``, or after ``timeout_s``.
     """
     cons = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
@@ -139,7 +141,7 @@ async def read_topics(
                     progress(len(out))
             if expected is not None and len(out) >= expected:
                 break
-            if time.monotonic() - last_new >= idle_s and await _at_end(cons, tps):
+            if expected is None and time.monotonic() - last_new >= idle_s and await _at_end(cons, tps):
                 break
     finally:
         await cons.stop()
