@@ -5,9 +5,11 @@
    live; one impressions partition lags: every second it writes the records of 8–9 s ago.
 3. The timesync sidecar merges them into one ordered topic (``max.task.idle.ms=2500``: longer
    than the gap between the lagging partition's bursts, so it is waited for, not skipped).
-4. While data flows, Spark counts impressions and clicks per ad over 5 s windows twice, reading
-   the ordered topic and reading the raw inputs, at the same watermark delay; then it joins
-   impressions with their clicks and emits per-key final results on the ordered topic.
+4. While data flows, Spark counts impressions and clicks per ad over 5 s windows, live, on the
+   ordered topic. Afterwards the same count runs twice more in micro-batches of two seconds of
+   arrivals at the same watermark delay: over the raw inputs in the order a plain consumer
+   received them, and over the ordered topic. Then Spark joins impressions with their clicks
+   and emits per-key final results on the ordered topic.
 5. A summary compares what a plain consumer of the inputs sees with the ordered topic, and what
    Spark dropped as late either way; ``demo-output/event-time-vs-arrival.png`` shows it.
 """
@@ -24,22 +26,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from rich.table import Table
 
 from bench import kafka_io, workloads
 from bench.local_broker import kafka
 from bench.progress import console, track
 from bench.sidecar_process import SidecarProcess
+from sidecar.core.stamping import SOURCE_OFFSET, SOURCE_PARTITION, SOURCE_TOPIC
 from sidecar.kafka.admin import TopicSpec
 
 IMPRESSIONS, CLICKS, ORDERED = "demo.impressions", "demo.clicks", "demo.ordered"
+#: The raw inputs as one topic, in the order the plain consumer received them.
+RAW_ARRIVALS = "demo.raw-arrivals"
 DURATION_S = 30.0
 IDLE_MS = 2_500
 LAG_MS = 8_000
 SPARK_DELAY_MS = 1_000
+#: Arrivals per replayed micro-batch, in seconds: well under the lagging partition's 8 s.
+REPLAY_BATCH_S = 2.0
 OUT = Path("demo-output")
-SPARK_OUTPUTS = ("counts-ordered", "counts-raw", "clicks-joined", "final-per-ad")
+SPARK_OUTPUTS = ("counts-live", "counts-ordered", "counts-raw", "clicks-joined", "final-per-ad")
 
 
 @dataclass
@@ -47,6 +54,9 @@ class Arrivals:
     """What a consumer saw: (arrival ms since start, event time, partition label) in order."""
 
     rows: list[tuple[float, int, str]] = field(default_factory=list)
+    #: With ``keep``: (topic, partition, offset, key, value, timestamp) of each record, in order.
+    keep: bool = False
+    records: list[tuple[str, int, int, bytes | None, bytes, int]] = field(default_factory=list)
 
     @property
     def timestamps(self) -> list[int]:
@@ -72,18 +82,55 @@ async def watch(bootstrap: str, topics: list[str], into: Arrivals, t0: float, st
                 for r in records:
                     if r.value:  # heartbeats (empty value) are not data
                         into.rows.append((now, r.timestamp, label))
+                        if into.keep:
+                            into.records.append(
+                                (tp.topic, tp.partition, r.offset, r.key, r.value, r.timestamp)
+                            )
     finally:
         await consumer.stop()
+
+
+async def write_arrival_log(bootstrap: str, arrivals: Arrivals) -> int:
+    """The raw inputs as one single-partition topic, in the order the plain consumer received
+    them, each record naming its source as the sidecar would (so Spark treats it as the inputs).
+
+    A Spark query replaying the input topics themselves cannot show what a live reader of them
+    suffers: its Kafka source advances every partition in step with its backlog, which puts the
+    lagging partition back in line. Replaying this log can.
+    """
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", max_batch_size=1 << 20)
+    await producer.start()
+    try:
+        sent = []
+        batch = producer.create_batch()
+        for topic, partition, offset, key, value, ts in arrivals.records:
+            headers = [
+                (SOURCE_TOPIC, topic.encode()),
+                (SOURCE_PARTITION, b"%d" % partition),
+                (SOURCE_OFFSET, b"%d" % offset),
+            ]
+            if batch.append(key=key, value=value, timestamp=ts, headers=headers) is None:
+                sent.append(await producer.send_batch(batch, RAW_ARRIVALS, partition=0))
+                batch = producer.create_batch()
+                batch.append(key=key, value=value, timestamp=ts, headers=headers)
+        sent.append(await producer.send_batch(batch, RAW_ARRIVALS, partition=0))
+        await asyncio.gather(*sent)
+    finally:
+        await producer.stop()
+    return len(arrivals.records)
 
 
 class SparkPart:
     """The Spark side of the demo, run in worker threads (pyspark calls block).
 
-    Two queries run live while data flows — the same windowed count per ad, one reading the
-    ordered topic and one reading the raw inputs, at the same watermark delay — because what
-    Spark drops as late depends on when records arrive. The join and the per-key suppression
-    then run on the ordered topic as it stands (``available-now``): it is ordered, and its
-    heartbeats close the last windows, so their results are final.
+    A windowed count per ad runs live on the ordered topic while data flows. What Spark drops as
+    late depends on when records arrive, and on a loaded 2-core machine a live query's
+    micro-batches stretch to several seconds, so the raw-versus-ordered comparison replays both
+    sides afterwards in micro-batches of the same size — two seconds of arrivals — at the same
+    watermark delay (``available-now``): the raw inputs in the order a plain consumer received
+    them, and the ordered topic. The join and the per-key suppression then run on the ordered
+    topic as it stands: it is ordered, and its heartbeats close the last windows, so their
+    results are final.
     """
 
     def __init__(self, bootstrap: str, workdir: Path) -> None:
@@ -91,6 +138,7 @@ class SparkPart:
         self.workdir = workdir
         self.live: dict[str, Any] = {}
         self.spark: Any = None
+        self.per_batch = 1  # records per replayed micro-batch, set once the workload is known
 
     def start_session(self) -> None:
         from spark_consumer.metrics import track_drops
@@ -109,8 +157,10 @@ class SparkPart:
         schema = StructType.fromDDL("imp STRING, ad STRING, ts BIGINT")
         window = WindowSpec("tumbling", size_ms=5_000)
 
-        def source(topic: str) -> SourceOptions:
-            return SourceOptions(self.bootstrap, topic, watermark_delay_ms=SPARK_DELAY_MS)
+        def source(topic: str, per_batch: int | None = None) -> SourceOptions:
+            return SourceOptions(
+                self.bootstrap, topic, watermark_delay_ms=SPARK_DELAY_MS, max_offsets_per_trigger=per_batch
+            )
 
         per_ad = aggregate.AggregateOptions(window, key_field="ad", value_schema=schema)
         pairs = join.JoinOptions(
@@ -125,8 +175,9 @@ class SparkPart:
             value_schema=schema,
         )
         return {
-            "counts-ordered": lambda: aggregate.build(self.spark, source(ORDERED), per_ad),
-            "counts-raw": lambda: aggregate.build(self.spark, source(f"{IMPRESSIONS},{CLICKS}"), per_ad),
+            "counts-live": lambda: aggregate.build(self.spark, source(ORDERED), per_ad),
+            "counts-ordered": lambda: aggregate.build(self.spark, source(ORDERED, self.per_batch), per_ad),
+            "counts-raw": lambda: aggregate.build(self.spark, source(RAW_ARRIVALS, self.per_batch), per_ad),
             "clicks-joined": lambda: join.build(self.spark, source(ORDERED), pairs),
             "final-per-ad": lambda: suppress.build(self.spark, source(ORDERED), finals),
         }
@@ -145,8 +196,7 @@ class SparkPart:
         return start(self._jobs()[name](), sink)
 
     def start_live(self) -> None:
-        for name in ("counts-ordered", "counts-raw"):
-            self.live[name] = self._start(name, 1_000)
+        self.live["counts-live"] = self._start("counts-live", 1_000)
 
     def stop_live(self) -> dict[str, int]:
         """Stop the live queries (each after its running micro-batch); rows each dropped as late."""
@@ -160,11 +210,16 @@ class SparkPart:
             dropped[name] = self._dropped(name, query)
         return dropped
 
-    def run_to_end(self, name: str) -> int:
-        """Run a query over what the ordered topic holds now; return the rows it dropped as late."""
-        query = self._start(name, "available-now")
-        query.awaitTermination()
-        return self._dropped(name, query)
+    def run_to_end(self, *names: str) -> dict[str, int]:
+        """Run queries side by side over what their topics hold now; the rows each dropped as late.
+
+        Their micro-batches are cut by offsets, not by time, so running them together changes
+        nothing they compute.
+        """
+        queries = {name: self._start(name, "available-now") for name in names}
+        for query in queries.values():
+            query.awaitTermination()
+        return {name: self._dropped(name, query) for name, query in queries.items()}
 
     @staticmethod
     def _dropped(name: str, query: Any) -> int:
@@ -225,7 +280,9 @@ def plot(raw: Arrivals, merged: Arrivals, path: Path) -> None:
 
 async def run(bootstrap: str, spark: SparkPart, session_ready: asyncio.Future[None]) -> int:
     outputs = [TopicSpec(f"demo.{name}") for name in SPARK_OUTPUTS]
-    await kafka_io.create_topics(bootstrap, [TopicSpec(IMPRESSIONS, 4), TopicSpec(CLICKS, 4), *outputs])
+    await kafka_io.create_topics(
+        bootstrap, [TopicSpec(IMPRESSIONS, 4), TopicSpec(CLICKS, 4), TopicSpec(RAW_ARRIVALS), *outputs]
+    )
     sidecar = SidecarProcess(
         bootstrap,
         [IMPRESSIONS, CLICKS],
@@ -238,9 +295,7 @@ async def run(bootstrap: str, spark: SparkPart, session_ready: asyncio.Future[No
     with track("Spark session", total=None) as _:
         await session_ready
     await asyncio.to_thread(spark.start_live)
-    console.print(
-        "Spark: counts per ad over 5 s windows running live, on the ordered topic and on the raw inputs"
-    )
+    console.print("Spark: counts per ad over 5 s windows running live on the ordered topic")
 
     # Event times follow the wall clock from now on, as in a live system.
     events = workloads.ad_traffic(
@@ -253,7 +308,8 @@ async def run(bootstrap: str, spark: SparkPart, session_ready: asyncio.Future[No
     )
     t0 = time.monotonic()
     stop = asyncio.Event()
-    raw, merged = Arrivals(), Arrivals()
+    raw, merged = Arrivals(keep=True), Arrivals()
+    spark.per_batch = max(1, round(REPLAY_BATCH_S * len(events) / DURATION_S))
     watchers = [
         asyncio.create_task(watch(bootstrap, [IMPRESSIONS, CLICKS], raw, t0, stop)),
         asyncio.create_task(watch(bootstrap, [ORDERED], merged, t0, stop)),
@@ -279,13 +335,14 @@ async def run(bootstrap: str, spark: SparkPart, session_ready: asyncio.Future[No
     status = (await sidecar.status())["tasks"]["0"]
     dropped = await asyncio.to_thread(spark.stop_live)
     stopped = await sidecar.stop()
+    await write_arrival_log(bootstrap, raw)
     with track(
-        "Spark: impression–click join and final results per ad, on the ordered topic", total=2
-    ) as task:
-        dropped["clicks-joined"] = await asyncio.to_thread(spark.run_to_end, "clicks-joined")
-        task.update(1)
-        dropped["final-per-ad"] = await asyncio.to_thread(spark.run_to_end, "final-per-ad")
-        task.update(2)
+        f"Spark: counts per ad, raw arrivals vs ordered, in micro-batches of {spark.per_batch:,} records",
+        total=None,
+    ):
+        dropped.update(await asyncio.to_thread(spark.run_to_end, "counts-raw", "counts-ordered"))
+    with track("Spark: impression–click join and final results per ad, on the ordered topic", total=None):
+        dropped.update(await asyncio.to_thread(spark.run_to_end, "clicks-joined", "final-per-ad"))
     await asyncio.to_thread(spark.stop)
     finals = await count(bootstrap, "demo.final-per-ad")
     joined = await count(bootstrap, "demo.clicks-joined")
@@ -307,10 +364,12 @@ async def run(bootstrap: str, spark: SparkPart, session_ready: asyncio.Future[No
     table.add_row("worst lateness", f"{raw_worst:,} ms", f"{merged_worst:,} ms")
     table.add_row("enforced / late (sidecar)", "—", f"{status['enforced']:,} / {status['late']:,}")
     table.add_row(
-        f"Spark rows dropped as late, counts per ad (delay {SPARK_DELAY_MS} ms)",
+        f"Spark rows dropped as late, counts per ad (delay {SPARK_DELAY_MS} ms, micro-batches of "
+        f"{spark.per_batch:,} records in arrival order)",
         f"{dropped['counts-raw']:,}",
         f"{dropped['counts-ordered']:,}",
     )
+    table.add_row("Spark live counts per ad: rows dropped as late", "—", f"{dropped['counts-live']:,}")
     table.add_row(
         "Spark join: impression–click pairs", "—", f"{joined:,} (dropped {dropped['clicks-joined']:,})"
     )

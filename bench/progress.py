@@ -46,9 +46,8 @@ class _LineTask:
 
     def done(self) -> None:
         of = f"/{self.total}" if self.total else ""
-        print(
-            f"{self.label}: done {self.completed}{of} in {time.monotonic() - self.started:.1f} s", flush=True
-        )
+        count = f" {self.completed}{of}" if self.total or self.completed else ""
+        print(f"{self.label}: done{count} in {time.monotonic() - self.started:.1f} s", flush=True)
 
 
 class _RichTask:
