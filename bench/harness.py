@@ -282,9 +282,7 @@ async def throughput_phase(bootstrap: str, tag: str, p: Plan, log_dir: Path) -> 
     ``throughput_repeats - 1`` more rounds, in rotated order, and report the round with the median
     rate (its CPU and RSS with it): on a shared 2-core machine one drain can be off by a third."""
     backlog = await write_backlog(bootstrap, tag, p)
-    runs: dict[str, dict[str, Any]] = {}
-    every: dict[str, list[dict[str, Any]]] = {}
-    rates: dict[str, list[int | None]] = {}
+    every: dict[str, list[dict[str, Any]]] = {}  # label → its rounds, in order
     outputs: dict[str, Output] = {}
     keep = {"timesync/partition idle 0", "kafka-streams idle 0", "timesync idle max", "timesync idle 0"}
     schedule = [(1, spec) for spec in p.throughput_systems]
@@ -302,17 +300,17 @@ async def throughput_phase(bootstrap: str, tag: str, p: Plan, log_dir: Path) -> 
                 f"rss {result['peak_rss_mib']:.0f} MiB" + (f"  (round {round_no})" if round_no > 1 else "")
             )
             every.setdefault(spec.label, []).append(result)
-            rates.setdefault(spec.label, []).append(result["records_per_s"])
             if out is not None:
                 outputs[spec.label] = out
             bar.update(i + 1)
-    for label, results in every.items():
+    runs = []
+    for results in every.values():
         # The whole median round, so its CPU, RSS and overall rate go with its rate.
         measured = [r for r in results if r["records_per_s"] is not None]
         median = statistics.median_low(r["records_per_s"] for r in measured) if measured else None
         run = next((r for r in measured if r["records_per_s"] == median), results[0])
-        run["records_per_s_runs"] = rates[label]
-        runs[label] = run
+        run["records_per_s_runs"] = [r["records_per_s"] for r in results]
+        runs.append(run)
     return {
         "workload": "steady, written before the system starts",
         "records": len(backlog.inputs),
@@ -320,7 +318,7 @@ async def throughput_phase(bootstrap: str, tag: str, p: Plan, log_dir: Path) -> 
         "topics": len(backlog.topics),
         "partitions_per_topic": backlog.partitions,
         "rounds": p.throughput_repeats,
-        "runs": list(runs.values()),
+        "runs": runs,
         "order_checks": order_checks(backlog.inputs, outputs),
     }
 

@@ -22,10 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bench import kafka_io
-from tests.spark.ordered_topic import OrderedRecord, Stamper, create_ordered_topic
+from tests.spark.ordered_topic import OrderedRecord, Stamper, create_ordered_topic, produce_async
 
 from .conftest import Size
 
@@ -55,21 +55,6 @@ def workload(records: int) -> tuple[list[OrderedRecord], dict[tuple[str, int], i
         expected[(key, ts - ts % WINDOW_MS)] += 1
     out.append(stamp.heartbeat(BASE_MS + records * STEP_MS + 10 * WINDOW_MS))
     return out, dict(expected)
-
-
-async def write(bootstrap: str, topic: str, records: list[OrderedRecord]) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
-    await producer.start()
-    try:
-        futures = [
-            await producer.send(
-                topic, r.value, key=r.key, partition=0, timestamp_ms=r.timestamp, headers=list(r.headers)
-            )
-            for r in records
-        ]
-        await asyncio.gather(*futures)
-    finally:
-        await producer.stop()
 
 
 async def end_offset(bootstrap: str, topic: str) -> int:
@@ -104,7 +89,7 @@ async def test_spark_job_killed_and_restarted_from_its_checkpoint_loses_and_doub
     topic, output = topic_name("ordered"), topic_name("results")
     await create_ordered_topic(bootstrap, topic)
     records, expected = workload(size.spark_records)
-    await write(bootstrap, topic, records)
+    await produce_async(bootstrap, topic, records)
     common = [
         "aggregate", "--bootstrap-servers", bootstrap, "--topic", topic, "--output-topic", output,
         "--checkpoint", str(tmp_path / "checkpoint"), "--size", f"{WINDOW_MS}ms", "--agg", "count",

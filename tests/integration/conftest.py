@@ -27,6 +27,11 @@ async def sidecar(bootstrap: str, tmp_path: Path) -> AsyncIterator[StartSidecar]
         return await process.start(wait=wait)
 
     yield start
+    await stop_and_show(started)
+
+
+async def stop_and_show(started: list[SidecarProcess]) -> None:
+    """Stop every sidecar still running and print the tail of each log, for the failure report."""
     for process in started:
         if process.proc is not None and process.proc.returncode is None:
             await process.stop()

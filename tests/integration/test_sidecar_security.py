@@ -29,7 +29,7 @@ from bench.workloads import Event
 from sidecar.kafka.admin import TopicSpec
 from tests.secure_broker import SecureBroker
 
-from .conftest import StartSidecar
+from .conftest import StartSidecar, stop_and_show
 
 pytestmark = [pytest.mark.broker, pytest.mark.timeout(180)]
 
@@ -62,10 +62,7 @@ async def secure_sidecar(secure_broker: SecureBroker, tmp_path: Path) -> AsyncIt
         return await process.start(wait=wait)
 
     yield start
-    for process in started:
-        if process.proc is not None and process.proc.returncode is None:
-            await process.stop()
-        print(f"--- sidecar log {process.log_path} ---\n{process.log_tail(15)}")
+    await stop_and_show(started)
 
 
 def listener(broker: SecureBroker, name: str) -> tuple[str, dict[str, object], dict[str, str], list[str]]:

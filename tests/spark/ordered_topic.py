@@ -85,7 +85,8 @@ async def create_ordered_topic(bootstrap: str, topic: str) -> None:
     await create_topics(bootstrap, [TopicSpec(topic, configs={"retention.ms": "-1"})])
 
 
-async def _produce(bootstrap: str, topic: str, records: Sequence[OrderedRecord]) -> None:
+async def produce_async(bootstrap: str, topic: str, records: Sequence[OrderedRecord]) -> None:
+    """Write ``records`` to partition 0 of ``topic``, in order, and wait for the acks."""
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0)
     await producer.start()
     try:
@@ -102,7 +103,7 @@ async def _produce(bootstrap: str, topic: str, records: Sequence[OrderedRecord])
 
 def produce(bootstrap: str, topic: str, records: Iterable[OrderedRecord]) -> None:
     """Write ``records`` to partition 0 of ``topic``, in order, and wait for the acks."""
-    asyncio.run(_produce(bootstrap, topic, list(records)))
+    asyncio.run(produce_async(bootstrap, topic, list(records)))
 
 
 def create(bootstrap: str, topic: str) -> str:
