@@ -62,6 +62,10 @@ class SidecarConfig(BaseSettings):
     late_records: str = "forward"
     processing_guarantee: Literal["at_least_once", "exactly_once_v2"] = "at_least_once"
     compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "lz4"
+    # Kafka's producer keys and defaults (KIP-390); see docs/sidecar.md for what they mean here.
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = Field(9, ge=1, le=17)
+    compression_zstd_level: int = Field(3, ge=-131072, le=22)
     linger_ms: int = Field(5, ge=0)
     errors_tolerance: Literal["none", "all"] = "none"
     errors_deadletterqueue_topic_name: str = ""
@@ -115,6 +119,13 @@ class SidecarConfig(BaseSettings):
         if idle < -1:
             raise ValueError("expected -1, 0, a number of milliseconds, or max")
         return min(idle, IDLE_FOREVER)
+
+    @field_validator("compression_gzip_level")
+    @classmethod
+    def _gzip_level(cls, value: int) -> int:
+        if value == -1 or 1 <= value <= 9:
+            return value
+        raise ValueError("expected 1 to 9, or -1 for zlib's default")
 
     @field_validator("timestamp_extractor")
     @classmethod
@@ -184,6 +195,16 @@ class SidecarConfig(BaseSettings):
             watermark_idle_epsilon_ms=self.watermark_idle_epsilon_ms,
             watermark_heartbeat_ms=self.watermark_heartbeat_ms,
         )
+
+    @property
+    def compression_level(self) -> int | None:
+        """The level key of the chosen ``compression.type`` (``None`` for none and snappy)."""
+        levels = {
+            "gzip": self.compression_gzip_level,
+            "lz4": self.compression_lz4_level,
+            "zstd": self.compression_zstd_level,
+        }
+        return levels.get(self.compression_type)
 
     def redacted(self) -> dict[str, Any]:
         """Every key and value as a user would write them, secrets masked (for logs and /status)."""

@@ -73,6 +73,12 @@ from sidecar.core.timestamps import InvalidTimestampError
 from sidecar.kafka.admin import TopicSpec, ensure_topics, partition_counts, wait_for_partitions
 from sidecar.kafka.assignor import TaskAssignor
 from sidecar.kafka.clients import client_options, start_client
+from sidecar.kafka.stamped_batches import (
+    NativeStamper,
+    batch_factory,
+    compressor,
+    native_stamping_available,
+)
 from sidecar.kafka.transactions import TaskTransaction, transactional_id
 from sidecar.kafka.writer import BATCH_BYTES, MAX_MESSAGE_BYTES, OutputActivity, OutputWriter
 from sidecar.service.health import Health
@@ -149,6 +155,8 @@ class Pipeline:
         self._lock = asyncio.Lock()
         self._eos = config.processing_guarantee == "exactly_once_v2"
         self._grouped = config.task_grouping == "partition"
+        #: Stamp and encode output batches in C when the extension is built (same bytes).
+        self._native = native_stamping_available()
         self._reset()
 
     def _reset(self) -> None:
@@ -158,7 +166,7 @@ class Pipeline:
         self._fetch_seen: dict[TopicPartition, int] = {}
         self._to_commit: dict[TopicPartition, int] = {}
         self._paused: set[TopicPartition] = set()
-        self._stamper = Stamper()
+        self._stamper = NativeStamper(BATCH_BYTES) if self._native else Stamper()
         self._activity = OutputActivity(self.clock)
         self._txn_committed = False
         self._restart: str | None = None
@@ -181,6 +189,11 @@ class Pipeline:
 
     async def run(self) -> None:
         """Run until a stop is requested (returns) or a fatal error (raises ``FatalError``)."""
+        if not self._native:
+            log.warning(
+                "the native output encoder is not built (no C compiler at install?): stamping in "
+                "Python — same output, about a third less throughput"
+            )
         failures = 0
         while True:
             await self._run_once(restarting=failures > 0)
@@ -365,15 +378,22 @@ class Pipeline:
             # Not patient: under exactly_once_v2 a producer that gave up is replaced by a restart.
             writer = OutputWriter(producer, stopping=self.stop_requested, activity=self._activity)
             txn = TaskTransaction(producer, writer, txn_id, cfg.effective_group_id, self.clock)
-            run = TaskRun(name, task, out_partition, writer, producer.create_batch, txn)
+            run = TaskRun(name, task, out_partition, writer, self._batches(producer, True), txn)
         else:
             assert self._producer is not None
             assert self._writer is not None
-            run = TaskRun(name, task, out_partition, self._writer, self._producer.create_batch)
+            run = TaskRun(name, task, out_partition, self._writer, self._batches(self._producer, False))
         self.tasks[name] = run
         for tp in partitions:
             self._task_of[tp] = run
         return run
+
+    def _batches(self, producer: AIOKafkaProducer, transactional: bool) -> Callable[[], Any]:
+        """What ``self._stamper.stamp_into`` fills: native batches, or the producer's own."""
+        if self._native:
+            cfg = self.config
+            return batch_factory(compressor(cfg.compression_type, cfg.compression_level), transactional)
+        return producer.create_batch
 
     async def _close(self) -> None:
         for client in (self._consumer, self._producer):
@@ -854,6 +874,7 @@ class Pipeline:
             "task_grouping": self.config.task_grouping,
             "max_task_idle_ms": self.config.max_task_idle_ms,
             "processing_guarantee": self.config.processing_guarantee,
+            "output_encoder": "native" if self._native else "python",
             "output": self._output_status(now),
             "tasks": {name: run.task.snapshot(now) for name, run in sorted(self.tasks.items())},
             "config": self.config.redacted(),

@@ -20,7 +20,7 @@ def configuration_section() -> str:
 def documented_keys() -> set[str]:
     keys: set[str] = set()
     for row in re.findall(r"^\| (`[^|]+`) \|", configuration_section(), flags=re.M):
-        keys.update(re.findall(r"`([a-z.]+)`", row))
+        keys.update(re.findall(r"`([a-z0-9.]+)`", row))
     return keys
 
 

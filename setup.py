@@ -1,0 +1,16 @@
+"""Builds the one C extension: the sidecar's output encoder (sidecar/kafka/_stamp_encoder.pyx).
+
+Everything else is declared in pyproject.toml. The extension is optional: without a C compiler
+the install still succeeds and the sidecar stamps in pure Python (same output, slower); it logs
+which one it uses at start and ``/status`` says so.
+"""
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=cythonize(
+        [Extension("sidecar.kafka._stamp_encoder", ["sidecar/kafka/_stamp_encoder.pyx"], optional=True)],
+        compiler_directives={"language_level": "3"},
+    )
+)

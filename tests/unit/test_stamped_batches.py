@@ -1,0 +1,224 @@
+"""The native output encoder writes exactly what the pure-Python stamping path writes.
+
+``Stamper.stamp_into`` filling aiokafka's own ``BatchBuilder`` is the reference: at aiokafka's
+compression levels the two must give byte-identical record batches (header, CRC and all), for
+any records, any batch size, idempotent or not, transactional or not. At Kafka's levels the
+bytes differ only by compression, so there the batches must decode to the reference records.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+from aiokafka.producer.message_accumulator import BatchBuilder
+from aiokafka.record.default_records import DefaultRecordBatch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sidecar.config import load_config
+from sidecar.core.records import Emit
+from sidecar.core.stamping import ENFORCED, LATE, SOURCE_OFFSET, STREAM_TIME, WATERMARK, Stamper
+from sidecar.kafka.stamped_batches import (
+    NativeStamper,
+    StampedBatch,
+    batch_factory,
+    compressor,
+    native_stamping_available,
+)
+from sidecar.service import runner
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+KAFKA_LEVELS = [("lz4", 9), ("lz4", 12), ("gzip", -1), ("zstd", 3), ("zstd", -5)]
+
+
+@dataclass(frozen=True)
+class Rec:
+    """What the merge hands over: aiokafka's ConsumerRecord has these attributes."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    timestamp_type: int = 0
+
+
+def reference(emit: Emit, batch_size: int, codec: str, transactional: bool) -> list[BatchBuilder]:
+    make = functools.partial(BatchBuilder, batch_size, CODEC_IDS[codec], is_transactional=transactional)
+    return Stamper().stamp_into(emit, make)
+
+
+def native(
+    emit: Emit, batch_size: int, codec: str, level: int | None, transactional: bool
+) -> list[StampedBatch]:
+    return NativeStamper(batch_size).stamp_into(emit, batch_factory(compressor(codec, level), transactional))
+
+
+def built(batches: list, producer: tuple[int, int, int] | None) -> list[bytes]:
+    out = []
+    for b in batches:
+        if producer is not None:
+            b._set_producer_state(*producer)
+        out.append(bytes(b._build()))
+    return out
+
+
+def decoded(batch: bytes) -> list[tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]]:
+    view = DefaultRecordBatch(batch)
+    assert view.validate_crc()
+    return [(r.key, r.value, r.timestamp, list(r.headers)) for r in view]
+
+
+header_names = st.sampled_from(["a", "trace-id", "ünï", "timesync.watermark", "timesync.x", "timesync"])
+records = st.builds(
+    Rec,
+    topic=st.sampled_from(["in", "orders-ü", "t" * 200]),
+    partition=st.integers(0, 300),
+    offset=st.integers(0, 2**62),
+    timestamp=st.just(0),
+    key=st.none() | st.binary(max_size=40),
+    value=st.none() | st.binary(max_size=300),
+    headers=st.lists(st.tuples(header_names, st.none() | st.binary(max_size=20)), max_size=4).map(tuple),
+)
+
+
+@st.composite
+def emits(draw: st.DrawFn) -> Emit:
+    recs = draw(st.lists(records, min_size=1, max_size=60))
+    n = len(recs)
+    # Output timestamps are never negative: the extractors treat those as invalid. (aiokafka's
+    # builder also mistakes a first timestamp of -1 for "none yet".)
+    timestamps = draw(st.lists(st.integers(0, 2**45), min_size=n, max_size=n))
+    return Emit(
+        batch_id=1,
+        records=recs,
+        timestamps=timestamps,
+        watermark=draw(st.integers(-(2**63), 2**45)),
+        stream_time_before=draw(st.integers(-(2**63), 2**45)),
+        enforced_from=draw(st.integers(0, n)),
+        late=sorted(draw(st.sets(st.integers(0, n - 1), max_size=n))),
+    )
+
+
+def test_the_native_encoder_is_built_and_fits_the_installed_aiokafka() -> None:
+    # Without it the sidecar still runs (pure Python) but a third slower: CI must notice.
+    assert native_stamping_available()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    emit=emits(),
+    batch_size=st.sampled_from([64, 700, 4096, 512 * 1024]),
+    codec=st.sampled_from(CODECS),
+    transactional=st.booleans(),
+    producer=st.none() | st.tuples(st.integers(0, 2**40), st.integers(0, 300), st.integers(0, 2**30)),
+)
+def test_at_aiokafkas_levels_batches_are_byte_identical_to_aiokafkas_builder(
+    emit: Emit, batch_size: int, codec: str, transactional: bool, producer: tuple[int, int, int] | None
+) -> None:
+    expected = built(reference(emit, batch_size, codec, transactional), producer)
+    assert built(native(emit, batch_size, codec, None, transactional), producer) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    emit=emits(),
+    codec_level=st.sampled_from([("lz4", 9), ("lz4", 12), ("gzip", -1), ("zstd", 3), ("zstd", -5)]),
+)
+def test_at_kafkas_levels_batches_decode_to_the_stamped_records(
+    emit: Emit, codec_level: tuple[str, int]
+) -> None:
+    codec, level = codec_level
+    batches = built(native(emit, 4096, codec, level, False), None)
+    got = [r for b in batches for r in decoded(b)]
+    assert got == [(k, v, ts, h) for k, v, ts, h in Stamper().stamp(emit)]
+
+
+def test_kafkas_default_lz4_level_is_the_fast_compressor_and_other_levels_are_hc() -> None:
+    # Kafka's producer maps its default lz4 level to LZ4's fast compressor; aiokafka uses HC 9.
+    value = b"".join(b"%d,sensor-%d,%d;" % (i, i % 17, i * 31 % 1000) for i in range(3000))
+    emit = Emit(1, [Rec("in", 0, 0, 0, None, value)], [5], 0, 0, 1)
+    fast = built(native(emit, 2**20, "lz4", 9, False), None)[0]
+    hc = built(native(emit, 2**20, "lz4", 12, False), None)[0]
+    aiokafka = built(reference(emit, 2**20, "lz4", False), None)[0]
+    assert len(hc) < len(fast)
+    assert hc != aiokafka != fast
+    assert decoded(fast) == decoded(hc) == decoded(aiokafka)
+
+
+def test_a_record_larger_than_the_batch_goes_alone_and_the_rest_follow_in_new_batches() -> None:
+    recs = [Rec("in", 0, i, 0, None, b"x" * size) for i, size in enumerate([10, 5000, 10, 10])]
+    emit = Emit(1, recs, [1, 2, 3, 4], 0, 0, 4)
+    batches = native(emit, 1024, "none", None, False)
+    assert [b.record_count() for b in batches] == [1, 1, 2]
+    assert [len(decoded(b)) for b in built(batches, None)] == [1, 1, 2]
+
+
+def test_headers_carry_source_watermark_stream_time_and_flags_in_the_reference_order() -> None:
+    recs = [Rec("in", 2, 40 + i, 0, b"k", b"v", (("trace", b"t"), ("timesync.late", b"1"))) for i in range(3)]
+    emit = Emit(1, recs, [10, 5, 20], watermark=4, stream_time_before=7, enforced_from=2, late=[1])
+    (batch,) = built(native(emit, 4096, "none", None, False), None)
+    headers = [h for _, _, _, h in decoded(batch)]
+    assert [dict(h)[STREAM_TIME] for h in headers] == [b"10", b"10", b"20"]
+    assert [dict(h)[SOURCE_OFFSET] for h in headers] == [b"40", b"41", b"42"]
+    assert {dict(h)[WATERMARK] for h in headers} == {b"4"}
+    assert [LATE in dict(h) for h in headers] == [False, True, False]
+    assert [ENFORCED in dict(h) for h in headers] == [False, False, True]
+    assert all(h[0] == ("trace", b"t") for h in headers)
+
+
+def test_bytes_like_keys_and_values_are_taken_as_bytes() -> None:
+    emit = Emit(1, [Rec("in", 0, 0, 0, bytearray(b"k"), memoryview(b"v"))], [1], 0, 0, 1)  # type: ignore[arg-type]
+    (batch,) = built(native(emit, 4096, "none", None, False), None)
+    assert decoded(batch)[0][:2] == (b"k", b"v")
+
+
+def test_mismatched_timestamps_and_bad_header_values_are_errors_not_corrupt_batches() -> None:
+    short = Emit(1, [Rec("in", 0, 0, 0, None, b"v")] * 2, [1], 0, 0, 2)
+    with pytest.raises(ValueError, match="2 records but 1 timestamps"):
+        native(short, 4096, "none", None, False)
+    bad = Emit(1, [Rec("in", 0, 0, 0, None, b"v", (("h", "text"),))], [1], 0, 0, 1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="header 'h'"):
+        native(bad, 4096, "none", None, False)
+
+
+def test_the_level_keys_follow_kafka_and_the_chosen_codec_picks_its_own() -> None:
+    base = ["bootstrap.servers=b:9092", "input.topics=a", "output.topic=o"]
+    cfg = load_config(None, base, environ={})
+    assert (cfg.compression_type, cfg.compression_level) == ("lz4", 9)
+    zstd = load_config(None, [*base, "compression.type=zstd", "compression.zstd.level=7"], environ={})
+    assert zstd.compression_level == 7
+    assert load_config(None, [*base, "compression.type=snappy"], environ={}).compression_level is None
+
+
+def test_without_the_extension_the_sidecar_stamps_through_aiokafkas_builder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runner, "native_stamping_available", lambda: False)
+    cfg = load_config(None, ["bootstrap.servers=b:9092", "input.topics=a", "output.topic=o"], environ={})
+    pipeline = runner.Pipeline(cfg)
+    assert type(pipeline._stamper) is Stamper
+    assert pipeline.status()["output_encoder"] == "python"
+    producer = SimpleNamespace(create_batch=lambda: None)
+    assert pipeline._batches(producer, False) is producer.create_batch  # type: ignore[arg-type]
+
+
+def test_with_the_extension_the_sidecar_fills_native_batches_with_its_compression() -> None:
+    cfg = load_config(
+        None,
+        ["bootstrap.servers=b:9092", "input.topics=a", "output.topic=o", "compression.type=zstd"],
+        environ={},
+    )
+    pipeline = runner.Pipeline(cfg)
+    assert isinstance(pipeline._stamper, NativeStamper)
+    assert pipeline.status()["output_encoder"] == "native"
+    batch = pipeline._batches(SimpleNamespace(), True)()  # type: ignore[arg-type]
+    assert isinstance(batch, StampedBatch)
+    assert batch._codec[0] == CODEC_IDS["zstd"]
+    assert batch._transactional
