@@ -149,6 +149,12 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
         f"{_fmt(t['timesync_vs_passthrough'])}× ({_fmt(t['timesync_idle_0_records_per_s'])} vs "
         f"{_fmt(t['passthrough_records_per_s'])} records/s) | {yes[t['met']]} |"
     )
+    if t.get("timesync_lz4_hc_vs_passthrough") is not None:
+        lines.append(
+            f"| … at the passthrough's compression effort (`compression.lz4.level=10`, LZ4 HC) | "
+            f"{_fmt(t['timesync_lz4_hc_vs_passthrough'])}× "
+            f"({_fmt(t['timesync_lz4_hc_idle_0_records_per_s'])} records/s) | – |"
+        )
     lines.append(
         f"| timesync vs Kafka Streams (idle 0) | single task {_fmt(t['timesync_vs_kafka_streams'])}×, "
         f"task.grouping=partition {_fmt(t['timesync_partition_vs_kafka_streams'])}× "

@@ -42,17 +42,21 @@ class SystemSpec:
     kind: Kind
     idle: str | None = None
     grouping: Literal["single", "partition"] = "single"
+    #: timesync only: ``compression.lz4.level`` when not Kafka's default (10: LZ4 HC, about the
+    #: effort aiokafka — and so the passthrough — spends on every lz4 batch).
+    lz4_level: int | None = None
 
     @property
     def label(self) -> str:
         """Short, unique, stable: ``passthrough``, ``timesync idle 0``, ``timesync/partition idle 0``."""
         name = self.kind if self.grouping == "single" or self.kind != "timesync" else "timesync/partition"
-        return name if self.idle is None else f"{name} idle {self.idle}"
+        label = name if self.idle is None else f"{name} idle {self.idle}"
+        return label if self.lz4_level is None else f"{label} lz4 {self.lz4_level}"
 
     @property
     def slug(self) -> str:
         """The label as a topic-name fragment."""
-        return self.label.replace("/", "-").replace(" idle ", "-i").replace("-1", "m1")
+        return self.label.replace("/", "-").replace(" idle ", "-i").replace("-1", "m1").replace(" ", "-")
 
     def output_partitions(self, input_partitions: int) -> int:
         """One output partition per task: Kafka Streams and ``task.grouping=partition`` have one
@@ -61,7 +65,8 @@ class SystemSpec:
         return input_partitions if per_task else 1
 
     def as_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "idle": self.idle, "grouping": self.grouping, "label": self.label}
+        out = {"kind": self.kind, "idle": self.idle, "grouping": self.grouping, "label": self.label}
+        return out if self.lz4_level is None else {**out, "lz4_level": self.lz4_level}
 
 
 @dataclass
@@ -196,12 +201,15 @@ class PassthroughProcess:
 def sidecar_settings(spec: SystemSpec) -> dict[str, object]:
     """The sidecar settings of one benchmark run (everything else at its defaults)."""
     assert spec.idle is not None
-    return {
+    settings: dict[str, object] = {
         "max.task.idle.ms": spec.idle,
         "task.grouping": spec.grouping,
         # Every run starts with a fresh group on fresh topics; nothing to resume.
         "auto.offset.reset": "earliest",
     }
+    if spec.lz4_level is not None:
+        settings["compression.lz4.level"] = spec.lz4_level
+    return settings
 
 
 @contextlib.asynccontextmanager

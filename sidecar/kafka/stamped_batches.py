@@ -75,7 +75,7 @@ def compressor(compression_type: str, level: int | None = None) -> Compressor:
 
 
 #: What aiokafka's producer calls on a batch it was given (``BatchBuilder``'s side of it).
-_PRODUCER_PROTOCOL = ("record_count", "closed", "size", "close", "_set_producer_state", "_build")
+_PRODUCER_PROTOCOL = ("record_count", "closed", "size", "close", "append", "_set_producer_state", "_build")
 
 
 def native_stamping_available() -> bool:
@@ -136,6 +136,11 @@ class StampedBatch:
 
     def close(self) -> None:
         pass
+
+    def append(self, **_: object) -> None:
+        """Full, always: should a plain ``producer.send`` meet this batch still queued for its
+        partition, aiokafka then waits for it to go out and starts a batch of its own."""
+        return None
 
     def size(self) -> int:
         return len(self._buffer) if self._built is None else len(self._built)

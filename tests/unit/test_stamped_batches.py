@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 import pytest
-from aiokafka.producer.message_accumulator import BatchBuilder
+from aiokafka.producer.message_accumulator import BatchBuilder, MessageBatch
 from aiokafka.record.default_records import DefaultRecordBatch
+from aiokafka.structs import TopicPartition
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -177,6 +178,15 @@ def test_bytes_like_keys_and_values_are_taken_as_bytes() -> None:
     emit = Emit(1, [Rec("in", 0, 0, 0, bytearray(b"k"), memoryview(b"v"))], [1], 0, 0, 1)  # type: ignore[arg-type]
     (batch,) = built(native(emit, 4096, "none", None, False), None)
     assert decoded(batch)[0][:2] == (b"k", b"v")
+
+
+async def test_a_queued_stamped_batch_takes_no_plain_send_records() -> None:
+    # aiokafka appends producer.send() records to the last queued batch of their partition;
+    # ours must answer "full" so that it starts its own instead.
+    (batch,) = native(Emit(1, [Rec("in", 0, 0, 0, None, b"v")], [1], 0, 0, 1), 4096, "none", None, False)
+    queued = MessageBatch(TopicPartition("out", 0), batch, ttl=30, linger_time=0)
+    assert queued.append(None, b"other", 2) is None
+    assert queued.record_count == 1
 
 
 def test_mismatched_timestamps_and_bad_header_values_are_errors_not_corrupt_batches() -> None:
