@@ -5,9 +5,11 @@ idempotence, lz4, linger 5 ms, 512 KiB batches) so that the difference between t
 merge, the stamping and the bookkeeping. Its batches are aiokafka's own, though: a raw aiokafka
 application cannot pick the lz4 level, so they are compressed with LZ4 HC level 9, where the
 sidecar's native encoder uses Kafka's default (the fast compressor); the benchmark also runs
-the sidecar at ``compression.lz4.level=10`` for the ratio at equal effort. Records keep key, value, timestamp and
-headers and go to partition 0 of the output topic, as with ``task.grouping=single``. Offsets are
-committed every 100 ms after the outputs are acked, like the sidecar does.
+the sidecar at ``compression.lz4.level=10`` for the ratio at equal effort.
+
+Records keep key, value, timestamp and headers and go to partition 0 of the output topic, as
+with ``task.grouping=single``. Offsets are committed every 100 ms after the outputs are acked,
+like the sidecar does.
 
     python -m bench.peers.passthrough --bootstrap-servers H:P --input-topics a,b --output-topic out
 """
