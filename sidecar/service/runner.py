@@ -192,7 +192,8 @@ class Pipeline:
         if not self._native:
             log.warning(
                 "the native output encoder is not built (no C compiler at install?): stamping in "
-                "Python — same output, about a third less throughput"
+                "Python through aiokafka's batch builder — the same records, at about half the "
+                "throughput, compressed at aiokafka's levels rather than compression.*.level"
             )
         failures = 0
         while True:
