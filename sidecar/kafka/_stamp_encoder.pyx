@@ -124,38 +124,8 @@ def encode_stamped(
 
     Returns ``(next index, records written, first timestamp, max timestamp, stream time)``.
     """
-    cdef Py_ssize_t n = len(records)
-    if len(timestamps) != n:
-        raise ValueError(f"{n} records but {len(timestamps)} timestamps")
-    cdef Py_ssize_t used = PyByteArray_GET_SIZE(buffer)
-    # Grow the buffer once to the batch size rather than record by record (each growth copies
-    # it); it is cut back to what was written at the end.
-    cdef Py_ssize_t room = max(used, batch_size)
-    PyByteArray_Resize(buffer, room)
-    cdef tuple result
-    try:
-        result = _encode(buffer, room, used, records, timestamps, start, watermark, stream_time,
-                         late, enforced_from, batch_size)
-        used = result[5]
-    finally:
-        PyByteArray_Resize(buffer, used)
-    return result[:5]
-
-
-cdef tuple _encode(
-    bytearray buffer,
-    Py_ssize_t room,
-    Py_ssize_t used,
-    list records,
-    list timestamps,
-    Py_ssize_t start,
-    bytes watermark,
-    int64_t stream_time,
-    object late,
-    Py_ssize_t enforced_from,
-    Py_ssize_t batch_size,
-):
     cdef Py_ssize_t n = len(records), i = start, count = 0
+    cdef Py_ssize_t used = PyByteArray_GET_SIZE(buffer), room
     cdef int64_t ts, after, base_ts = 0, max_ts = 0, offset, partition
     cdef Py_ssize_t key_len, value_len, topic_len, hkey_len, hvalue_len, carried_size, carried_n
     cdef Py_ssize_t part_len, offset_len, stream_len, body, total, n_headers
@@ -177,107 +147,115 @@ cdef tuple _encode(
     )
     cdef Py_ssize_t late_size = _field_size(len(_LATE)) + _field_size(1)
     cdef Py_ssize_t enforced_size = _field_size(len(_ENFORCED)) + _field_size(1)
+    if len(timestamps) != n:
+        raise ValueError(f"{n} records but {len(timestamps)} timestamps")
+    # Grow the buffer once to the batch size rather than record by record (each growth copies
+    # it); it is cut back to what was written at the end, error or not.
+    room = max(used, batch_size)
+    PyByteArray_Resize(buffer, room)
+    try:
+        while i < n:
+            record = records[i]
+            ts = timestamps[i]
+            after = ts if ts > stream_time else stream_time
+            if count == 0:
+                base_ts = ts
+                max_ts = ts
+            key = _as_bytes(record.key)
+            value = _as_bytes(record.value)
+            headers = record.headers
+            offset = record.offset
+            partition = record.partition
+            topic_ptr = PyUnicode_AsUTF8AndSize(record.topic, &topic_len)
+            key_len = -1 if key is None else PyBytes_GET_SIZE(key)
+            value_len = -1 if value is None else PyBytes_GET_SIZE(value)
+            part_len = _decimal(part_buf, partition)
+            offset_len = _decimal(offset_buf, offset)
+            stream_len = _decimal(stream_buf, after)
+            is_late = late is not None and i in late
+            is_enforced = i >= enforced_from
 
-    while i < n:
-        record = records[i]
-        ts = timestamps[i]
-        after = ts if ts > stream_time else stream_time
-        if count == 0:
-            base_ts = ts
-            max_ts = ts
-        key = _as_bytes(record.key)
-        value = _as_bytes(record.value)
-        headers = record.headers
-        offset = record.offset
-        partition = record.partition
-        topic_ptr = PyUnicode_AsUTF8AndSize(record.topic, &topic_len)
-        key_len = -1 if key is None else PyBytes_GET_SIZE(key)
-        value_len = -1 if value is None else PyBytes_GET_SIZE(value)
-        part_len = _decimal(part_buf, partition)
-        offset_len = _decimal(offset_buf, offset)
-        stream_len = _decimal(stream_buf, after)
-        is_late = late is not None and i in late
-        is_enforced = i >= enforced_from
+            carried_size = 0
+            carried_n = 0
+            if headers:
+                for h in headers:
+                    hkey_ptr = PyUnicode_AsUTF8AndSize(h[0], &hkey_len)
+                    if _is_own(hkey_ptr, hkey_len):
+                        continue
+                    hvalue = h[1]
+                    if hvalue is not None and type(hvalue) is not bytes:
+                        raise TypeError(f"header {h[0]!r}: value must be bytes or None, not {type(hvalue).__name__}")
+                    hvalue_len = -1 if hvalue is None else PyBytes_GET_SIZE(hvalue)
+                    carried_size += _field_size(hkey_len) + _field_size(hvalue_len)
+                    carried_n += 1
 
-        carried_size = 0
-        carried_n = 0
-        if headers:
-            for h in headers:
-                hkey_ptr = PyUnicode_AsUTF8AndSize(h[0], &hkey_len)
-                if _is_own(hkey_ptr, hkey_len):
-                    continue
-                hvalue = h[1]
-                if hvalue is not None and type(hvalue) is not bytes:
-                    raise TypeError(f"header {h[0]!r}: value must be bytes or None, not {type(hvalue).__name__}")
-                hvalue_len = -1 if hvalue is None else PyBytes_GET_SIZE(hvalue)
-                carried_size += _field_size(hkey_len) + _field_size(hvalue_len)
-                carried_n += 1
+            n_headers = carried_n + 5 + is_late + is_enforced
+            body = (
+                1  # attributes
+                + _varint_size(ts - base_ts)
+                + _varint_size(count)  # offset delta
+                + _field_size(key_len)
+                + _field_size(value_len)
+                + _varint_size(n_headers)
+                + carried_size
+                + fixed_size
+                + _varint_size(topic_len) + topic_len
+                + _varint_size(part_len) + part_len
+                + _varint_size(offset_len) + offset_len
+                + _varint_size(stream_len) + stream_len
+                + (late_size if is_late else 0)
+                + (enforced_size if is_enforced else 0)
+            )
+            total = _varint_size(body) + body
+            if count > 0 and used + total > batch_size:
+                break
 
-        n_headers = carried_n + 5 + is_late + is_enforced
-        body = (
-            1  # attributes
-            + _varint_size(ts - base_ts)
-            + _varint_size(count)  # offset delta
-            + _field_size(key_len)
-            + _field_size(value_len)
-            + _varint_size(n_headers)
-            + carried_size
-            + fixed_size
-            + _varint_size(topic_len) + topic_len
-            + _varint_size(part_len) + part_len
-            + _varint_size(offset_len) + offset_len
-            + _varint_size(stream_len) + stream_len
-            + (late_size if is_late else 0)
-            + (enforced_size if is_enforced else 0)
-        )
-        total = _varint_size(body) + body
-        if count > 0 and used + total > batch_size:
-            break
+            if used + total > room:
+                room = max(used + total, 2 * room)
+                PyByteArray_Resize(buffer, room)
+            p = PyByteArray_AS_STRING(buffer) + used
+            p = _put_varint(p, body)
+            p[0] = 0  # attributes: none are defined for records
+            p += 1
+            p = _put_varint(p, ts - base_ts)
+            p = _put_varint(p, count)
+            p = _put_field(p, NULL if key is None else PyBytes_AS_STRING(key), key_len)
+            p = _put_field(p, NULL if value is None else PyBytes_AS_STRING(value), value_len)
+            p = _put_varint(p, n_headers)
+            if carried_n:
+                for h in headers:
+                    hkey_ptr = PyUnicode_AsUTF8AndSize(h[0], &hkey_len)
+                    if _is_own(hkey_ptr, hkey_len):
+                        continue
+                    hvalue = h[1]
+                    p = _put_field(p, hkey_ptr, hkey_len)
+                    if hvalue is None:
+                        p = _put_varint(p, -1)
+                    else:
+                        p = _put_field(p, PyBytes_AS_STRING(hvalue), PyBytes_GET_SIZE(hvalue))
+            p = _put_field(p, PyBytes_AS_STRING(_SOURCE_TOPIC), PyBytes_GET_SIZE(_SOURCE_TOPIC))
+            p = _put_field(p, topic_ptr, topic_len)
+            p = _put_field(p, PyBytes_AS_STRING(_SOURCE_PARTITION), PyBytes_GET_SIZE(_SOURCE_PARTITION))
+            p = _put_field(p, part_buf, part_len)
+            p = _put_field(p, PyBytes_AS_STRING(_SOURCE_OFFSET), PyBytes_GET_SIZE(_SOURCE_OFFSET))
+            p = _put_field(p, offset_buf, offset_len)
+            p = _put_field(p, PyBytes_AS_STRING(_WATERMARK), PyBytes_GET_SIZE(_WATERMARK))
+            p = _put_field(p, wm_ptr, wm_len)
+            p = _put_field(p, PyBytes_AS_STRING(_STREAM_TIME), PyBytes_GET_SIZE(_STREAM_TIME))
+            p = _put_field(p, stream_buf, stream_len)
+            if is_late:
+                p = _put_field(p, PyBytes_AS_STRING(_LATE), PyBytes_GET_SIZE(_LATE))
+                p = _put_field(p, PyBytes_AS_STRING(_FLAG), 1)
+            if is_enforced:
+                p = _put_field(p, PyBytes_AS_STRING(_ENFORCED), PyBytes_GET_SIZE(_ENFORCED))
+                p = _put_field(p, PyBytes_AS_STRING(_FLAG), 1)
 
-        if used + total > room:
-            room = max(used + total, 2 * room)
-            PyByteArray_Resize(buffer, room)
-        p = PyByteArray_AS_STRING(buffer) + used
-        p = _put_varint(p, body)
-        p[0] = 0  # attributes: none are defined for records
-        p += 1
-        p = _put_varint(p, ts - base_ts)
-        p = _put_varint(p, count)
-        p = _put_field(p, NULL if key is None else PyBytes_AS_STRING(key), key_len)
-        p = _put_field(p, NULL if value is None else PyBytes_AS_STRING(value), value_len)
-        p = _put_varint(p, n_headers)
-        if carried_n:
-            for h in headers:
-                hkey_ptr = PyUnicode_AsUTF8AndSize(h[0], &hkey_len)
-                if _is_own(hkey_ptr, hkey_len):
-                    continue
-                hvalue = h[1]
-                p = _put_field(p, hkey_ptr, hkey_len)
-                if hvalue is None:
-                    p = _put_varint(p, -1)
-                else:
-                    p = _put_field(p, PyBytes_AS_STRING(hvalue), PyBytes_GET_SIZE(hvalue))
-        p = _put_field(p, PyBytes_AS_STRING(_SOURCE_TOPIC), PyBytes_GET_SIZE(_SOURCE_TOPIC))
-        p = _put_field(p, topic_ptr, topic_len)
-        p = _put_field(p, PyBytes_AS_STRING(_SOURCE_PARTITION), PyBytes_GET_SIZE(_SOURCE_PARTITION))
-        p = _put_field(p, part_buf, part_len)
-        p = _put_field(p, PyBytes_AS_STRING(_SOURCE_OFFSET), PyBytes_GET_SIZE(_SOURCE_OFFSET))
-        p = _put_field(p, offset_buf, offset_len)
-        p = _put_field(p, PyBytes_AS_STRING(_WATERMARK), PyBytes_GET_SIZE(_WATERMARK))
-        p = _put_field(p, wm_ptr, wm_len)
-        p = _put_field(p, PyBytes_AS_STRING(_STREAM_TIME), PyBytes_GET_SIZE(_STREAM_TIME))
-        p = _put_field(p, stream_buf, stream_len)
-        if is_late:
-            p = _put_field(p, PyBytes_AS_STRING(_LATE), PyBytes_GET_SIZE(_LATE))
-            p = _put_field(p, PyBytes_AS_STRING(_FLAG), 1)
-        if is_enforced:
-            p = _put_field(p, PyBytes_AS_STRING(_ENFORCED), PyBytes_GET_SIZE(_ENFORCED))
-            p = _put_field(p, PyBytes_AS_STRING(_FLAG), 1)
-
-        used += total
-        count += 1
-        stream_time = after
-        if ts > max_ts:
-            max_ts = ts
-        i += 1
-    return i, count, base_ts, max_ts, stream_time, used
+            used += total
+            count += 1
+            stream_time = after
+            if ts > max_ts:
+                max_ts = ts
+            i += 1
+    finally:
+        PyByteArray_Resize(buffer, used)
+    return i, count, base_ts, max_ts, stream_time
