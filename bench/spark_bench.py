@@ -361,6 +361,7 @@ async def spark_phase(
         for *_, query in running_queries:
             if query.isActive:
                 query.stop()
+        metrics.untrack_drops(spark)
         shutil.rmtree(checkpoints, ignore_errors=True)
     for job in JOBS:
         r, o = results[job]["raw"], results[job]["ordered"]

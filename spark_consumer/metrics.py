@@ -122,6 +122,18 @@ def track_drops(spark: SparkSession) -> DropTracker:
     return _tracker
 
 
+def untrack_drops(spark: SparkSession) -> None:
+    """Unregister the session's :class:`DropTracker` (once its queries are done).
+
+    A Python listener left registered when the process exits gets the JVM's last queued events
+    after Python's callback server is gone, and Spark logs a py4j stack trace for each.
+    """
+    global _tracker, _tracker_session
+    if _tracker is not None and _tracker_session is spark:
+        spark.streams.removeListener(_tracker)
+        _tracker = _tracker_session = None
+
+
 def drops(query: StreamingQuery) -> Drops:
     """Rows ``query`` dropped as late so far.
 
