@@ -8,9 +8,12 @@ which one it uses at start and ``/status`` says so.
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-setup(
-    ext_modules=cythonize(
-        [Extension("sidecar.kafka._stamp_encoder", ["sidecar/kafka/_stamp_encoder.pyx"], optional=True)],
-        compiler_directives={"language_level": "3"},
-    )
+extensions = cythonize(
+    [Extension("sidecar.kafka._stamp_encoder", ["sidecar/kafka/_stamp_encoder.pyx"])],
+    compiler_directives={"language_level": "3"},
 )
+# cythonize() rebuilds the Extension objects and drops ``optional``: set it on what it returns.
+for extension in extensions:
+    extension.optional = True
+
+setup(ext_modules=extensions)
