@@ -94,6 +94,10 @@ cdef inline char* _put_field(char* p, const char* data, Py_ssize_t length) noexc
     return p
 
 
+cdef inline char* _put_bytes(char* p, bytes data):
+    return _put_field(p, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
+
+
 cdef inline bint _is_own(const char* key, Py_ssize_t length) noexcept nogil:
     return length >= 9 and memcmp(key, b"timesync.", 9) == 0
 
@@ -137,7 +141,6 @@ def encode_stamped(
     cdef char stream_buf[24]
     cdef bint is_late, is_enforced
     cdef object record, key, value, headers, h, hvalue
-    cdef const char* wm_ptr = PyBytes_AS_STRING(watermark)
     cdef Py_ssize_t wm_len = PyBytes_GET_SIZE(watermark)
     # The five headers every record gets: name sizes are fixed, values vary per record.
     cdef Py_ssize_t fixed_size = (
@@ -199,10 +202,10 @@ def encode_stamped(
                 + _varint_size(n_headers)
                 + carried_size
                 + fixed_size
-                + _varint_size(topic_len) + topic_len
-                + _varint_size(part_len) + part_len
-                + _varint_size(offset_len) + offset_len
-                + _varint_size(stream_len) + stream_len
+                + _field_size(topic_len)
+                + _field_size(part_len)
+                + _field_size(offset_len)
+                + _field_size(stream_len)
                 + (late_size if is_late else 0)
                 + (enforced_size if is_enforced else 0)
             )
@@ -232,23 +235,23 @@ def encode_stamped(
                     if hvalue is None:
                         p = _put_varint(p, -1)
                     else:
-                        p = _put_field(p, PyBytes_AS_STRING(hvalue), PyBytes_GET_SIZE(hvalue))
-            p = _put_field(p, PyBytes_AS_STRING(_SOURCE_TOPIC), PyBytes_GET_SIZE(_SOURCE_TOPIC))
+                        p = _put_bytes(p, hvalue)
+            p = _put_bytes(p, _SOURCE_TOPIC)
             p = _put_field(p, topic_ptr, topic_len)
-            p = _put_field(p, PyBytes_AS_STRING(_SOURCE_PARTITION), PyBytes_GET_SIZE(_SOURCE_PARTITION))
+            p = _put_bytes(p, _SOURCE_PARTITION)
             p = _put_field(p, part_buf, part_len)
-            p = _put_field(p, PyBytes_AS_STRING(_SOURCE_OFFSET), PyBytes_GET_SIZE(_SOURCE_OFFSET))
+            p = _put_bytes(p, _SOURCE_OFFSET)
             p = _put_field(p, offset_buf, offset_len)
-            p = _put_field(p, PyBytes_AS_STRING(_WATERMARK), PyBytes_GET_SIZE(_WATERMARK))
-            p = _put_field(p, wm_ptr, wm_len)
-            p = _put_field(p, PyBytes_AS_STRING(_STREAM_TIME), PyBytes_GET_SIZE(_STREAM_TIME))
+            p = _put_bytes(p, _WATERMARK)
+            p = _put_bytes(p, watermark)
+            p = _put_bytes(p, _STREAM_TIME)
             p = _put_field(p, stream_buf, stream_len)
             if is_late:
-                p = _put_field(p, PyBytes_AS_STRING(_LATE), PyBytes_GET_SIZE(_LATE))
-                p = _put_field(p, PyBytes_AS_STRING(_FLAG), 1)
+                p = _put_bytes(p, _LATE)
+                p = _put_bytes(p, _FLAG)
             if is_enforced:
-                p = _put_field(p, PyBytes_AS_STRING(_ENFORCED), PyBytes_GET_SIZE(_ENFORCED))
-                p = _put_field(p, PyBytes_AS_STRING(_FLAG), 1)
+                p = _put_bytes(p, _ENFORCED)
+                p = _put_bytes(p, _FLAG)
 
             used += total
             count += 1

@@ -105,7 +105,8 @@ class StampedBatch:
         self._first_ts = self._max_ts = 0
         # aiokafka's defaults for a producer without idempotence (no id, no epoch).
         self._producer = (-1, -1, 0)
-        self._built: bytearray | None = None
+        # ``_build`` compresses and writes the header in place, once.
+        self._built = False
 
     def fill(
         self,
@@ -143,16 +144,16 @@ class StampedBatch:
         return None
 
     def size(self) -> int:
-        return len(self._buffer) if self._built is None else len(self._built)
+        return len(self._buffer)
 
     def _set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
         self._producer = (producer_id, producer_epoch, base_sequence)
 
     def _build(self) -> bytearray:
         """Compress the records (when it pays, as aiokafka does), then write the header and CRC."""
-        if self._built is not None:
-            return self._built
         buffer = self._buffer
+        if self._built:
+            return buffer
         attributes = _TRANSACTIONAL if self._transactional else 0
         codec, encode = self._codec
         if encode is not None:
@@ -181,7 +182,7 @@ class StampedBatch:
             self._count,
         )
         struct.pack_into(">I", buffer, _CRC_AT, calc_crc32c(memoryview(buffer)[_CRC_FROM:]))
-        self._built = buffer
+        self._built = True
         return buffer
 
 

@@ -130,7 +130,8 @@ class TaskRun:
     task: MergeTask
     out_partition: int
     writer: OutputWriter
-    #: The producer's ``create_batch``: the batches ``Stamper.stamp_into`` fills.
+    #: Makes the batches ``Stamper.stamp_into`` fills: native ``StampedBatch`` es, or the
+    #: producer's own ``create_batch`` without the extension (see ``Pipeline._batches``).
     new_batch: Callable[[], Any]
     #: exactly_once_v2: the task's own producer and open transaction.
     txn: TaskTransaction | None = None
