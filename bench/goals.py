@@ -8,6 +8,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from bench.systems import TIMESYNC_LZ4_HC
+
 THROUGHPUT_VS_PASSTHROUGH = 0.9
 ADDED_P99_MS = 50
 
@@ -30,8 +32,7 @@ def goals(results: dict[str, Any]) -> dict[str, Any]:
 
     ts0, pt, ks0 = rate("timesync idle 0"), rate("passthrough"), rate("kafka-streams idle 0")
     tsp0 = rate("timesync/partition idle 0")
-    # The label bench.harness gives the sidecar at lz4 level 10 (LZ4 HC, like aiokafka's).
-    ts0_hc = rate("timesync idle 0 lz4 10")
+    ts0_hc = rate(TIMESYNC_LZ4_HC.label)
     vs_pt = _ratio(ts0, pt)
     out["throughput"] = {
         "passthrough_records_per_s": pt,

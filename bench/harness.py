@@ -43,7 +43,7 @@ from bench import analysis, collect, scenarios
 from bench.analysis import Inputs, Output
 from bench.progress import console, track
 from bench.scenarios import Scenario, Sizes
-from bench.systems import IDLE_VALUES, CpuSampler, SystemSpec, running, usage
+from bench.systems import IDLE_VALUES, TIMESYNC_LZ4_HC, CpuSampler, SystemSpec, running, usage
 from bench.workloads import Event
 
 SCHEMA_VERSION = 1
@@ -112,7 +112,7 @@ def plan(quick: bool, seed: int = 42, workloads: Sequence[str] | None = None, sp
         *(SystemSpec("timesync", i) for i in IDLE_VALUES),
         SystemSpec("timesync", "0", "partition"),
         SystemSpec("timesync", "max", "partition"),
-        SystemSpec("timesync", "0", lz4_level=LZ4_HC),
+        TIMESYNC_LZ4_HC,
         *(SystemSpec("kafka-streams", i) for i in IDLE_VALUES),
     )
     return Plan(
@@ -275,13 +275,10 @@ async def throughput_run(
     return result, kept
 
 
-#: The sidecar at an lz4 level that compresses with LZ4 HC, as aiokafka does for the passthrough:
-#: the throughput comparison at equal compression effort.
-LZ4_HC = 10
 HEADLINE = (
     "passthrough",
     "timesync idle 0",
-    f"timesync idle 0 lz4 {LZ4_HC}",
+    TIMESYNC_LZ4_HC.label,
     "timesync/partition idle 0",
     "kafka-streams idle 0",
 )

@@ -19,6 +19,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from bench.systems import LZ4_HC
+
 COLOURS = {"passthrough": "#7f7f7f", "timesync": "#1f77b4", "kafka-streams": "#d62728", "optimum": "#2ca02c"}
 MARKERS = {"-1": "v", "0": "o", "100": "s", "1000": "D", "max": "^", None: "*"}
 
@@ -151,7 +153,7 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
     )
     if t.get("timesync_lz4_hc_vs_passthrough") is not None:
         lines.append(
-            f"| … at the passthrough's compression effort (`compression.lz4.level=10`, LZ4 HC) | "
+            f"| … at the passthrough's compression effort (`compression.lz4.level={LZ4_HC}`, LZ4 HC) | "
             f"{_fmt(t['timesync_lz4_hc_vs_passthrough'])}× "
             f"({_fmt(t['timesync_lz4_hc_idle_0_records_per_s'])} records/s) | – |"
         )

@@ -69,6 +69,12 @@ class SystemSpec:
         return out if self.lz4_level is None else {**out, "lz4_level": self.lz4_level}
 
 
+#: The sidecar at an lz4 level that compresses with LZ4 HC, as aiokafka does for the passthrough:
+#: the throughput comparison at equal compression effort (harness, goals and report use it).
+LZ4_HC = 10
+TIMESYNC_LZ4_HC = SystemSpec("timesync", "0", lz4_level=LZ4_HC)
+
+
 @dataclass
 class Usage:
     """CPU seconds (user + system) and peak resident memory of one process."""
