@@ -23,7 +23,7 @@ $(PY):
 
 # setup.py and the .pyx: the editable install compiles the output encoder in place, so a change
 # to it must rebuild.
-$(STAMP_PY): pyproject.toml setup.py sidecar/kafka/_stamp_encoder.pyx | $(PY)
+$(STAMP_PY): pyproject.toml setup.py sidecar/output/_stamp_encoder.pyx | $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,spark,bench]'
 	@touch $@

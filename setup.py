@@ -1,4 +1,4 @@
-"""Builds the one C extension: the sidecar's output encoder (sidecar/kafka/_stamp_encoder.pyx).
+"""Builds the one C extension: the sidecar's output encoder (sidecar/output/_stamp_encoder.pyx).
 
 Everything else is declared in pyproject.toml. The extension is optional: without a C compiler
 the install still succeeds and the sidecar stamps in pure Python (same output, slower); it logs
@@ -9,7 +9,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 extensions = cythonize(
-    [Extension("sidecar.kafka._stamp_encoder", ["sidecar/kafka/_stamp_encoder.pyx"])],
+    [Extension("sidecar.output._stamp_encoder", ["sidecar/output/_stamp_encoder.pyx"])],
     compiler_directives={"language_level": "3"},
 )
 # cythonize() rebuilds the Extension objects and drops ``optional``: set it on what it returns.

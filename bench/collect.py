@@ -29,7 +29,7 @@ from bench import kafka_io
 from bench.analysis import Inputs, Output
 from bench.workloads import Event
 from sidecar.kafka.admin import TopicSpec
-from sidecar.kafka.writer import MAX_MESSAGE_BYTES
+from sidecar.output.writer import MAX_MESSAGE_BYTES
 
 ID = "bench.id"
 END = "bench.end"

@@ -12,7 +12,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import ConsumerRecord
 
 from bench.workloads import Event
-from sidecar.kafka.admin import TopicSpec, ensure_topics, wait_for_partitions
+from sidecar.kafka.admin import AdminError, TopicSpec, ensure_topics, wait_for_partitions
 
 Progress = Callable[[int], None]
 
@@ -34,8 +34,8 @@ async def topic_partition_counts(
     await admin.start()
     try:
         return await wait_for_partitions(admin, topics, timeout_s)
-    except LookupError as e:
-        raise LookupError(f"{e} (on {bootstrap})") from None
+    except AdminError as e:
+        raise AdminError(f"{e} (on {bootstrap})") from None
     finally:
         await admin.close()
 

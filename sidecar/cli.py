@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("aiokafka").setLevel(max(logging.WARNING, logging.getLogger().level))
     import uvloop
 
-    from sidecar.service.runner import FatalError
+    from sidecar.service.supervisor import FatalError
 
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
@@ -82,16 +82,16 @@ def tune_gc() -> None:
 async def serve(config: SidecarConfig) -> None:
     """The pipeline and its HTTP server, stopped by SIGTERM/SIGINT."""
     from sidecar.service.http import start_http
-    from sidecar.service.runner import FatalError, Pipeline
+    from sidecar.service.supervisor import FatalError, Supervisor
 
-    pipeline = Pipeline(config)
+    sidecar = Supervisor(config)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, pipeline.request_stop)
+        loop.add_signal_handler(sig, sidecar.request_stop)
     http = None
     if config.http_port:
         try:
-            http = await start_http(pipeline, config.http_host, config.http_port)
+            http = await start_http(sidecar, config.http_host, config.http_port)
         except OSError as e:
             # asyncio words strerror as "error while attempting to bind on address (...): ..."
             reason = os.strerror(e.errno) if e.errno else e.strerror
@@ -110,7 +110,7 @@ async def serve(config: SidecarConfig) -> None:
     )
     tune_gc()
     try:
-        await pipeline.run()
+        await sidecar.run()
     finally:
         if http is not None:
             await http.cleanup()

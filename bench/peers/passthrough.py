@@ -30,7 +30,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from sidecar.kafka.admin import TopicSpec, ensure_topics, wait_for_partitions
-from sidecar.kafka.writer import BATCH_BYTES, MAX_MESSAGE_BYTES, OutputWriter
+from sidecar.output.writer import BATCH_BYTES, MAX_MESSAGE_BYTES, OutputWriter
 
 
 def copy_into_batches(records: list[Any], new_batch: Callable[[], Any]) -> list[Any]:

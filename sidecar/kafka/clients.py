@@ -1,4 +1,9 @@
-"""Connection settings shared by every aiokafka client the sidecar creates, and starting them.
+"""The Kafka clients the sidecar makes: their settings, how they start, and how they close.
+
+:class:`KafkaClients` is the one place that constructs aiokafka's consumer, producers and admin
+client with the sidecar's settings (``acks=all``, idempotence, compression, batch size, the
+task assignor, the isolation level of the guarantee). The pipeline asks it for clients and never
+calls a constructor itself, so tests hand the pipeline an in-memory double with the same methods.
 
 aiokafka's ``start()`` raises only ``KafkaConnectionError("Unable to bootstrap from [...]")``
 when no bootstrap server lets it in; the reason (``SaslAuthenticationFailed``,
@@ -9,14 +14,24 @@ what to check, into the error the user sees.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
-from aiokafka.errors import KafkaConnectionError
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaConnectionError, KafkaError
 from aiokafka.helpers import create_ssl_context
 
 from sidecar.config import SidecarConfig
+from sidecar.kafka.assignor import TaskAssignor
+from sidecar.output.writer import BATCH_BYTES, MAX_MESSAGE_BYTES
+
+#: Longest single wait for a fetch, so a stop request is noticed quickly.
+MAX_FETCH_WAIT_MS = 100
+#: Longest wait for a client to close.
+CLOSE_TIMEOUT_S = 30.0
 
 #: Substrings of aiokafka's reasons, and which settings to check for them.
 _HINTS = (
@@ -83,3 +98,94 @@ class _Reasons(logging.Handler):
         args = record.args if isinstance(record.args, tuple) else ()
         if any(isinstance(a, BaseException) for a in args):
             self.seen.append(" ".join(record.getMessage().split()))
+
+
+class ClientStartError(KafkaError):  # type: ignore[misc]  # aiokafka ships no types
+    """A client could not connect; the message says which client, to where, and why."""
+
+    def __str__(self) -> str:  # aiokafka's errors prefix their class name; this one is a sentence
+        return str(self.args[0]) if self.args else "cannot connect a Kafka client"
+
+
+async def connect(starting: Awaitable[None], what: str, bootstrap: str) -> None:
+    """:func:`start_client`, raising :class:`ClientStartError` that names the client and the
+    bootstrap servers (``cannot connect the consumer to host:9092: <why>``)."""
+    try:
+        await start_client(starting)
+    except KafkaError as e:
+        text = str(e) or type(e).__name__
+        reason = text if type(e).__name__ in text else f"{type(e).__name__}: {text}"
+        raise ClientStartError(f"cannot connect {what} to {bootstrap}: {reason}") from None
+
+
+class ClientFactory(Protocol):
+    """What the pipeline asks for; :class:`KafkaClients` makes aiokafka's, tests make doubles."""
+
+    def consumer(self) -> AIOKafkaConsumer: ...
+
+    def producer(self, transactional_id: str | None) -> AIOKafkaProducer: ...
+
+    def admin(self) -> AIOKafkaAdminClient: ...
+
+
+class KafkaClients:
+    """aiokafka clients with the sidecar's settings."""
+
+    def __init__(self, config: SidecarConfig) -> None:
+        self.config = config
+        self.options = client_options(config)
+
+    def consumer(self) -> AIOKafkaConsumer:
+        cfg = self.config
+        eos = cfg.processing_guarantee == "exactly_once_v2"
+        return AIOKafkaConsumer(
+            **self.options,
+            group_id=cfg.effective_group_id,
+            enable_auto_commit=False,
+            auto_offset_reset=cfg.auto_offset_reset,
+            # Under exactly-once the lag is measured to the last stable offset: an open
+            # transaction's records are not there yet.
+            isolation_level="read_committed" if eos else "read_uncommitted",
+            fetch_max_wait_ms=MAX_FETCH_WAIT_MS,
+            partition_assignment_strategy=(TaskAssignor,),
+        )
+
+    def producer(self, transactional_id: str | None) -> AIOKafkaProducer:
+        cfg = self.config
+        return AIOKafkaProducer(
+            **self.options,
+            acks="all",
+            enable_idempotence=True,
+            compression_type=None if cfg.compression_type == "none" else cfg.compression_type,
+            linger_ms=cfg.linger_ms,
+            max_batch_size=BATCH_BYTES,
+            max_request_size=MAX_MESSAGE_BYTES,
+            transactional_id=transactional_id,
+        )
+
+    def admin(self) -> AIOKafkaAdminClient:
+        return AIOKafkaAdminClient(**self.options)
+
+
+async def close_quietly(
+    closing: Awaitable[Any], on_error: Callable[[BaseException], object], timeout_s: float = CLOSE_TIMEOUT_S
+) -> None:
+    """Await a client's ``stop()``/``close()``, bounded in time; whatever it raises goes to
+    ``on_error`` and no further.
+
+    aiokafka's consumer can re-raise, from ``stop()``, the ``CancelledError`` of a fetch task it
+    cancelled while that task slept in its retry backoff (a broker away): that is not *our*
+    cancellation, and must not end the process. Only a cancellation of the caller itself
+    (``Task.cancelling()``) is let through.
+    """
+    try:
+        await asyncio.wait_for(closing, timeout=timeout_s)
+    except asyncio.CancelledError as e:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        on_error(e)
+    except BaseException as e:
+        if isinstance(e, KeyboardInterrupt | SystemExit):
+            raise
+        on_error(e)

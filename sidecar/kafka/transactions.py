@@ -27,7 +27,6 @@ here recover the error that stopped it, so the runner can tell "fenced: the task
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -37,8 +36,8 @@ from aiokafka import TopicPartition as KafkaTopicPartition
 from aiokafka.errors import KafkaError
 
 from sidecar.core import TopicPartition
-from sidecar.kafka.clients import start_client
-from sidecar.kafka.writer import OutputWriter, wall_ms
+from sidecar.kafka.clients import close_quietly, start_client
+from sidecar.output.writer import OutputWriter, wall_ms
 
 
 def transactional_id(group_id: str, task_grouping: str, task: str) -> str:
@@ -159,11 +158,12 @@ class TaskTransaction:
         finally:
             self.forget()
 
-    async def close(self, timeout_s: float) -> None:
+    async def close(
+        self, timeout_s: float, on_error: Callable[[BaseException], object] = lambda _: None
+    ) -> None:
         """Stop the producer (an open transaction is left to the next owner or the broker's
-        timeout to abort); never raises."""
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self.producer.stop(), timeout=timeout_s)
+        timeout to abort); never raises: what stopping raised goes to ``on_error``."""
+        await close_quietly(self.producer.stop(), on_error, timeout_s)
 
     def forget(self) -> None:
         """Drop the open transaction's state without ending it (the next owner of the id aborts it)."""

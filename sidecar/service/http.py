@@ -10,22 +10,22 @@ from __future__ import annotations
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from sidecar.service.runner import Pipeline
+from sidecar.service.supervisor import Supervisor
 
 _CODES = {"healthy": 200, "starting": 503, "unhealthy": 500}
 
 
-def make_app(pipeline: Pipeline) -> web.Application:
+def make_app(sidecar: Supervisor) -> web.Application:
     async def healthz(_: web.Request) -> web.Response:
-        state, message = pipeline.health.status()
+        state, message = sidecar.health.status()
         return web.json_response({"status": state, "message": message}, status=_CODES[state])
 
     async def metrics(_: web.Request) -> web.Response:
-        body = pipeline.metrics.exposition()
+        body = sidecar.metrics.exposition()
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def status(_: web.Request) -> web.Response:
-        return web.json_response(pipeline.status())
+        return web.json_response(sidecar.status())
 
     app = web.Application()
     app.router.add_get("/healthz", healthz)
@@ -34,8 +34,8 @@ def make_app(pipeline: Pipeline) -> web.Application:
     return app
 
 
-async def start_http(pipeline: Pipeline, host: str, port: int) -> web.AppRunner:
-    runner = web.AppRunner(make_app(pipeline), access_log=None)
+async def start_http(sidecar: Supervisor, host: str, port: int) -> web.AppRunner:
+    runner = web.AppRunner(make_app(sidecar), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port).start()
     return runner

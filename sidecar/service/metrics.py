@@ -8,6 +8,7 @@ land in the first bucket in one addition, and only the rare late records are pla
 
 from __future__ import annotations
 
+import contextlib
 from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics, generate_latest
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
+
+from sidecar.core.records import Emit
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # *_created series only add noise
 
@@ -110,6 +113,36 @@ class Metrics:
                 self.lag.labels(*labels).set(p["lag"])
             self.buffered.labels(*labels).set(p["buffered"])
             self.paused.labels(*labels).set(1 if p["paused"] else 0)
+
+    def observe_emit(self, emit: Emit) -> None:
+        """Counters and the lateness histogram for one emitted batch."""
+        written = len(emit.records)
+        if written:
+            self.records_out.inc(written)
+        if emit.enforced_count:
+            self.enforced.inc(emit.enforced_count)
+        late = len(emit.late) + len(emit.late_routed) + emit.dropped_late
+        if late:
+            self.late.inc(late)
+        if emit.dropped_late:
+            self.dropped.labels("late").inc(emit.dropped_late)
+        if emit.dead_letters:
+            self.dropped.labels("dead-letter").inc(len(emit.dead_letters))
+        self.lateness.observe_batch(
+            written - len(emit.late), [*emit.lateness, *(x.lateness for x in emit.late_routed)]
+        )
+
+    def forget_task(self, task: str, partitions: Iterable[tuple[str, int]]) -> None:
+        """Drop the series of a task that left this replica (a rebalance moved it): a gauge left
+        behind would be double-counted by dashboards summing lag across replicas, and show a
+        watermark falling behind for ever."""
+        for gauge in (self.watermark, self.stream_time):
+            with contextlib.suppress(KeyError):
+                gauge.remove(task)
+        for topic, partition in partitions:
+            for gauge in (self.lag, self.buffered, self.paused):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(topic, str(partition))
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -30,7 +30,7 @@ from bench import kafka_io, ordered
 from bench.sidecar_process import SidecarProcess
 from bench.workloads import steady
 from sidecar.kafka.admin import TopicSpec
-from sidecar.service.runner import MAX_EMIT_RECORDS
+from sidecar.service.pipeline import MAX_EMIT_RECORDS
 
 from .conftest import Size
 from .delivery import check, per_partition, table_row, wait_committed

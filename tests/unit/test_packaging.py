@@ -48,5 +48,5 @@ def test_without_a_c_compiler_the_package_builds_without_the_encoder(tmp_path: P
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = out.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "sidecar/kafka/stamped_batches.py" in names
+    assert "sidecar/output/batches.py" in names
     assert not [n for n in names if n.endswith(".so")]

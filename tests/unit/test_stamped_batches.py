@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import pytest
 from aiokafka.producer.message_accumulator import BatchBuilder, MessageBatch
@@ -22,14 +21,10 @@ from hypothesis import strategies as st
 from sidecar.config import load_config
 from sidecar.core.records import Emit
 from sidecar.core.stamping import ENFORCED, LATE, SOURCE_OFFSET, STREAM_TIME, WATERMARK, Stamper
-from sidecar.kafka.stamped_batches import (
-    NativeStamper,
-    StampedBatch,
-    batch_factory,
-    compressor,
-    native_stamping_available,
-)
-from sidecar.service import runner
+from sidecar.output import encoder as output_encoder
+from sidecar.output.batches import StampedBatch, compressor, native_stamping_available
+from sidecar.output.encoder import NativeEncoder, choose_encoder
+from sidecar.service.supervisor import Supervisor
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -58,7 +53,7 @@ def reference(emit: Emit, batch_size: int, codec: str, transactional: bool) -> l
 def native(
     emit: Emit, batch_size: int, codec: str, level: int | None, transactional: bool
 ) -> list[StampedBatch]:
-    return NativeStamper(batch_size).stamp_into(emit, batch_factory(compressor(codec, level), transactional))
+    return NativeEncoder(compressor(codec, level), transactional, batch_size).encode(emit)
 
 
 def built(batches: list, producer: tuple[int, int, int] | None) -> list[bytes]:
@@ -210,13 +205,15 @@ def test_the_level_keys_follow_kafka_and_the_chosen_codec_picks_its_own() -> Non
 def test_without_the_extension_the_sidecar_stamps_through_aiokafkas_builder(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(runner, "native_stamping_available", lambda: False)
+    monkeypatch.setattr(output_encoder, "_NATIVE", False)
+    encoder = choose_encoder("lz4", 9, transactional=False)
+    assert encoder.name == "python"
+    emit = Emit(0, [Rec("in", 0, 7, 5, None, b"v")], [5], 0, 0, 1)
+    [batch] = encoder.encode(emit)
+    assert isinstance(batch, BatchBuilder)
+    assert bytes(batch._build()) == bytes(reference(emit, 512 * 1024, "lz4", False)[0]._build())
     cfg = load_config(None, ["bootstrap.servers=b:9092", "input.topics=a", "output.topic=o"], environ={})
-    pipeline = runner.Pipeline(cfg)
-    assert type(pipeline._stamper) is Stamper
-    assert pipeline.status()["output_encoder"] == "python"
-    producer = SimpleNamespace(create_batch=lambda: None)
-    assert pipeline._batches(producer, False) is producer.create_batch  # type: ignore[arg-type]
+    assert Supervisor(cfg).status()["output_encoder"] == "python"
 
 
 def test_with_the_extension_the_sidecar_fills_native_batches_with_its_compression() -> None:
@@ -225,10 +222,10 @@ def test_with_the_extension_the_sidecar_fills_native_batches_with_its_compressio
         ["bootstrap.servers=b:9092", "input.topics=a", "output.topic=o", "compression.type=zstd"],
         environ={},
     )
-    pipeline = runner.Pipeline(cfg)
-    assert isinstance(pipeline._stamper, NativeStamper)
-    assert pipeline.status()["output_encoder"] == "native"
-    batch = pipeline._batches(SimpleNamespace(), True)()  # type: ignore[arg-type]
+    assert Supervisor(cfg).status()["output_encoder"] == "native"
+    encoder = choose_encoder(cfg.compression_type, cfg.compression_level, transactional=True)
+    assert encoder.name == "native"
+    [batch] = encoder.encode(Emit(0, [Rec("in", 0, 7, 5, None, b"v")], [5], 0, 0, 1))
     assert isinstance(batch, StampedBatch)
     assert batch._codec[0] == CODEC_IDS["zstd"]
     assert batch._transactional

@@ -13,7 +13,7 @@ from aiokafka.producer.transaction_manager import TransactionManager
 
 from sidecar.core import TopicPartition
 from sidecar.kafka.transactions import TaskTransaction, transactional_id
-from sidecar.kafka.writer import OutputWriter
+from sidecar.output.writer import OutputWriter
 
 
 def test_partition_grouping_gives_each_task_its_own_transactional_id() -> None:

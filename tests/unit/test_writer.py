@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sidecar.kafka.writer import OutputActivity, OutputWriter
+from sidecar.output.writer import OutputActivity, OutputWriter
 
 
 class Batch:
@@ -28,9 +28,6 @@ class SlowProducer:
     def __init__(self) -> None:
         self.gate = asyncio.Event()
         self.futures: list[asyncio.Future[object]] = []
-
-    def create_batch(self) -> Batch:
-        return Batch()
 
     async def send_batch(self, batch: Batch, topic: str, *, partition: int) -> asyncio.Future[object]:
         await self.gate.wait()
@@ -81,8 +78,8 @@ async def test_acknowledged_batches_leave_the_flight_and_date_the_last_ack() -> 
     producer = SlowProducer()
     producer.gate.set()
     writer = OutputWriter(producer, activity=activity)  # type: ignore[arg-type]
-    [first] = await writer.write("out", 0, [(None, b"a", 1, []), (None, b"b", 2, [])])
-    [second] = await writer.write("out", 0, [(None, b"c", 3, [])])
+    [first] = await writer.send("out", 0, filled(1))
+    [second] = await writer.send("out", 0, filled(1))
 
     clock.now = 2_000
     first.set_result(None)

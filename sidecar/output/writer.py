@@ -28,8 +28,6 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaTimeoutError
 
-from sidecar.core.stamping import OutputRecord
-
 #: Producer batch size: large batches amortise per-request costs. A record larger than this
 #: still goes out, alone in its batch, up to ``MAX_MESSAGE_BYTES``.
 BATCH_BYTES = 512 * 1024
@@ -115,30 +113,9 @@ class OutputWriter:
         future.add_done_callback(activity.landed)
         return future
 
-    async def write(
-        self, topic: str, partition: int, records: Sequence[OutputRecord]
-    ) -> list[asyncio.Future[object]]:
-        """Queue ``records`` in order; return one future per producer batch (done when acked)."""
-        futures: list[asyncio.Future[object]] = []
-        producer = self.producer
-        activity = self.activity
-        activity.writing_since, activity.writing_to = activity.clock(), (topic, partition)
-        try:
-            batch = producer.create_batch()
-            for key, value, timestamp, headers in records:
-                if batch.append(key=key, value=value, timestamp=timestamp, headers=headers) is None:
-                    # Full. A batch always takes its first record, however large, so this fits.
-                    futures.append(await self._send_batch(batch, topic, partition))
-                    batch = producer.create_batch()
-                    batch.append(key=key, value=value, timestamp=timestamp, headers=headers)
-            if batch.record_count():
-                futures.append(await self._send_batch(batch, topic, partition))
-        finally:
-            activity.writing_since = None
-        return futures
-
     async def send(self, topic: str, partition: int, batches: Sequence[Any]) -> list[asyncio.Future[object]]:
-        """Send batches already filled (by ``Stamper.stamp_into``), in order."""
+        """Queue batches already filled (by an output encoder) for one partition, in order;
+        return one future per batch (done when acknowledged)."""
         activity = self.activity
         activity.writing_since, activity.writing_to = activity.clock(), (topic, partition)
         try:

@@ -2,7 +2,7 @@
 
 The sidecar spends most of its own time (beyond the Kafka client's) on the output side: the
 ``timesync.*`` headers of every record, then aiokafka's per-record ``append``. With the native
-encoder (:mod:`sidecar.kafka._stamp_encoder`, built from Cython at install) a whole batch is
+encoder (:mod:`sidecar.output._stamp_encoder`, built from Cython at install) a whole batch is
 stamped and encoded in one C loop, and :class:`StampedBatch` turns it into a Kafka v2 record
 batch — compressed, with its header and CRC — when the producer drains it.
 
@@ -25,13 +25,10 @@ from aiokafka.codec import gzip_encode, lz4_encode, snappy_encode, zstd_encode
 from aiokafka.producer.message_accumulator import BatchBuilder
 from aiokafka.record.util import calc_crc32c
 
-from sidecar.core.records import Emit
-from sidecar.core.stamping import Stamper
-
 try:
-    from sidecar.kafka._stamp_encoder import encode_stamped
+    from sidecar.output._stamp_encoder import encode_stamped
 except ImportError:  # built at install when a C compiler is present
-    encode_stamped = None
+    encode_stamped = None  # type: ignore[assignment]
 
 #: Kafka's v2 record batch header: base offset, length, leader epoch, magic, CRC, attributes,
 #: last offset delta, first and max timestamp, producer id and epoch, base sequence, count.
@@ -184,36 +181,3 @@ class StampedBatch:
         struct.pack_into(">I", buffer, _CRC_AT, calc_crc32c(memoryview(buffer)[_CRC_FROM:]))
         self._built = True
         return buffer
-
-
-class NativeStamper(Stamper):
-    """:class:`Stamper` whose ``stamp_into`` encodes in C into :class:`StampedBatch` es.
-
-    ``new_batch`` must make ``StampedBatch`` es (see :func:`batch_factory`); side outputs (late
-    topic, dead letters, heartbeats) keep the inherited pure-Python builders — they are rare.
-    """
-
-    __slots__ = ("batch_size",)
-
-    def __init__(self, batch_size: int) -> None:
-        super().__init__()
-        self.batch_size = batch_size
-
-    def stamp_into(self, emit: Emit, new_batch: Callable[[], Any]) -> list[Any]:
-        records, timestamps = emit.records, emit.timestamps
-        watermark = b"%d" % emit.watermark
-        late = set(emit.late) if emit.late else None
-        stream_time = emit.stream_time_before
-        batches = []
-        i = 0
-        while i < len(records):
-            batch = new_batch()
-            i, stream_time = batch.fill(
-                records, timestamps, i, watermark, stream_time, late, emit.enforced_from, self.batch_size
-            )
-            batches.append(batch)
-        return batches
-
-
-def batch_factory(codec: Compressor, transactional: bool) -> Callable[[], StampedBatch]:
-    return lambda: StampedBatch(codec, transactional)

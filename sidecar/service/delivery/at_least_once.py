@@ -1,0 +1,150 @@
+"""``processing.guarantee=at_least_once``: one shared idempotent producer; an input offset is
+committed once every output taken from it and from the partition's earlier offsets is
+acknowledged (a background committer, every ``COMMIT_INTERVAL_S``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as KafkaTopicPartition
+
+from sidecar.core import Emit, Heartbeat, TopicPartition
+from sidecar.kafka.clients import close_quietly, connect
+from sidecar.output.writer import OutputWriter
+from sidecar.service.delivery.base import (
+    COMMIT_INTERVAL_S,
+    DRAIN_TIMEOUT_S,
+    Delivery,
+    TaskOutput,
+)
+from sidecar.service.failures import CLIENT_ERRORS, Phase
+
+if TYPE_CHECKING:
+    from sidecar.service.context import StartContext
+    from sidecar.service.tasks import TaskRegistry, TaskRun
+
+
+class AtLeastOnce(Delivery):
+    """One shared idempotent producer; offsets committed once their outputs are acknowledged."""
+
+    def __init__(self, ctx: StartContext, tasks: TaskRegistry) -> None:
+        super().__init__(ctx, tasks)
+        self._producer: AIOKafkaProducer | None = None
+        self._writer: OutputWriter | None = None
+        self._consumer: AIOKafkaConsumer | None = None
+        self._encoder_shared = self._encoder(False)
+        self._to_commit: dict[TopicPartition, int] = {}
+        self._committer: asyncio.Task[None] | None = None
+
+    async def start(self, consumer: AIOKafkaConsumer) -> None:
+        self._consumer = consumer
+        self._producer = producer = self.ctx.clients.producer(None)
+        # Patient: at least once waits out a silent broker (see OutputWriter).
+        self._writer = OutputWriter(
+            producer, patient=True, stopping=self.ctx.control.changed, activity=self.activity
+        )
+        await connect(producer.start(), "the producer", self.config.bootstrap_servers)
+        self._committer = asyncio.create_task(self._commit_loop())
+
+    def attach(self, name: str) -> TaskOutput:
+        assert self._writer is not None
+        return TaskOutput(self._writer, self._encoder_shared)
+
+    async def send(self, run: TaskRun, emit: Emit) -> None:
+        futures = await self._write(run, emit)
+        if not futures:
+            self._to_commit.update(run.task.acked((emit.batch_id,)))
+            return
+        run.output.pending[emit.batch_id] = len(futures)
+        for future in futures:
+            future.add_done_callback(functools.partial(self._on_ack, run, emit.batch_id))
+
+    async def heartbeat(self, run: TaskRun, beat: Heartbeat) -> None:
+        for future in await self._write_heartbeat(run, beat):
+            future.add_done_callback(self._on_heartbeat_ack)
+
+    def _on_heartbeat_ack(self, future: asyncio.Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is None:
+            self.ctx.health.contact()
+
+    def _on_ack(self, run: TaskRun, batch_id: int, future: asyncio.Future[Any]) -> None:
+        if future.cancelled():
+            return
+        error = future.exception()
+        if error is not None:
+            self.ctx.errors.handle(error, Phase.WRITE, task=run.name, topic=self.config.output_topic)
+            return
+        self.ctx.health.contact()
+        pending = run.output.pending
+        left = pending[batch_id] - 1
+        if left:
+            pending[batch_id] = left
+            return
+        del pending[batch_id]
+        if not self.ctx.control.failed:
+            self._to_commit.update(run.task.acked((batch_id,)))
+
+    async def _commit_loop(self) -> None:
+        while True:
+            await asyncio.sleep(COMMIT_INTERVAL_S)
+            await self.commit_acked()
+
+    async def commit_acked(self) -> None:
+        consumer = self._consumer
+        if not self._to_commit or consumer is None:
+            return
+        offsets, self._to_commit = self._to_commit, {}
+        try:
+            await consumer.commit({KafkaTopicPartition(*tp): o for tp, o in offsets.items()})
+        except CLIENT_ERRORS as e:
+            self.ctx.errors.handle(e, Phase.COMMIT)
+            for tp, offset in offsets.items():
+                self._to_commit.setdefault(tp, offset)
+        else:
+            self.committed_any = True
+
+    async def _await_acks(self, runs: Iterable[TaskRun]) -> None:
+        """Until every batch written for these tasks is acknowledged (or failed), bounded in time."""
+        runs = list(runs)
+        if self._producer is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._producer.flush(), timeout=DRAIN_TIMEOUT_S)
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        # Ack callbacks run on the loop after the futures resolve; let them all land.
+        while (
+            any(run.output.pending for run in runs)
+            and not self.ctx.control.failed
+            and time.monotonic() < deadline
+        ):
+            await asyncio.sleep(0.005)
+
+    async def _commit_safe(self, runs: Iterable[TaskRun]) -> None:
+        runs = list(runs)
+        await self._await_acks(runs)
+        for run in runs:
+            self._to_commit.update(run.task.committable())
+        await self.commit_acked()
+
+    async def hand_back(self, runs: Sequence[TaskRun]) -> None:
+        await self._commit_safe(runs)
+
+    async def drain(self, runs: Sequence[TaskRun]) -> None:
+        await self._commit_safe(runs)
+
+    async def abort(self, runs: Sequence[TaskRun]) -> None:
+        """After a failure nothing is open; what was acknowledged before it is still committed."""
+        await self._commit_safe(runs)
+
+    async def close(self, runs: Iterable[TaskRun]) -> None:
+        if self._committer is not None:
+            self._committer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._committer
+        if self._producer is not None:
+            await close_quietly(self._producer.stop(), self._close_failed)

@@ -1,0 +1,267 @@
+"""The pipeline: fetch → merge → write → commit, as one asyncio loop around the merge tasks.
+
+One :class:`Pipeline` is one start of the sidecar: it connects the clients, prepares the topics
+(:mod:`~sidecar.service.topics`), takes its tasks (:mod:`~sidecar.service.rebalance`), loops, and
+closes. It holds no merge logic and decides nothing about errors; it translates and wires:
+
+* :mod:`~sidecar.service.fetch` turns fetches into facts and records for the tasks;
+* each :class:`~sidecar.core.MergeTask` says what to do (emit, heartbeat, wait, fetch);
+* :mod:`~sidecar.service.delivery` writes what the tasks emit and commits what became safe,
+  under the configured guarantee;
+* :mod:`~sidecar.service.failures` judges every error, and the run state
+  (:class:`~sidecar.service.supervisor.RunControl`) records the outcome.
+
+Each loop iteration fetches a batch (``getmany``, waiting no longer than the earliest time a task
+asked to be woken), feeds it to the tasks, polls each task until it stops emitting, applies the
+tasks' pause hints (backpressure) and lets the delivery commit what is due. The loop runs while
+the run state is ``Running``. Then a clean stop (``Stopping``) emits what may still go out and
+drains (acknowledgements, last commits); a failure (``Failed``) aborts what is open; a restart
+(``Restarting``) only closes — its clients are unusable, the next start fences them.
+
+The pipeline never raises for a Kafka error: how it ended is in ``control.state``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sidecar.config import SidecarConfig
+from sidecar.core import Emit, Heartbeat, TopicPartition
+from sidecar.core.deadletters import DeadLetterRatioExceeded
+from sidecar.core.task import Idle, NeedFetch, WaitUntil
+from sidecar.core.timestamps import InvalidTimestampError
+from sidecar.kafka.clients import MAX_FETCH_WAIT_MS, ClientFactory, KafkaClients, close_quietly, connect
+from sidecar.output.encoder import native_available
+from sidecar.service.context import StartContext
+from sidecar.service.delivery import make_delivery
+from sidecar.service.failures import CLIENT_ERRORS, SETUP_ERRORS, Action, ErrorHandler, Phase
+from sidecar.service.fetch import InputFeed
+from sidecar.service.health import Health
+from sidecar.service.metrics import Metrics
+from sidecar.service.rebalance import Rebalancer
+from sidecar.service.status import pipeline_status
+from sidecar.service.supervisor import RESTART_BACKOFF_S, RunControl, Stopping
+from sidecar.service.tasks import TaskRegistry, TaskRun
+from sidecar.service.topics import TopicLayout, prepare_topics
+
+log = logging.getLogger("timesync")
+
+#: Records taken per poll of a task: enough to amortise, small enough to interleave.
+MAX_EMIT_RECORDS = 20_000
+GAUGE_INTERVAL_S = 1.0
+#: Errors of the merge itself (bad data under the user's policy).
+MERGE_ERRORS: tuple[type[BaseException], ...] = (InvalidTimestampError, DeadLetterRatioExceeded)
+#: What a loop iteration may raise: the merge's errors and the clients'.
+LOOP_ERRORS: tuple[type[BaseException], ...] = (*MERGE_ERRORS, *CLIENT_ERRORS)
+#: What a start may raise: the clients' errors and setup refusals.
+START_ERRORS: tuple[type[BaseException], ...] = (*CLIENT_ERRORS, *SETUP_ERRORS)
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Pipeline:
+    def __init__(
+        self,
+        config: SidecarConfig,
+        *,
+        metrics: Metrics,
+        health: Health,
+        control: RunControl,
+        restarting: bool = False,
+        clients: ClientFactory | None = None,
+        clock: Callable[[], int] = wall_ms,
+    ) -> None:
+        errors = ErrorHandler(control, config)
+        self.ctx = ctx = StartContext(
+            config, control, errors, metrics, health, clock, clients or KafkaClients(config)
+        )
+        self.config, self.control, self.errors = config, control, errors
+        self.metrics, self.health, self.clock = metrics, health, clock
+        self.restarting = restarting
+        #: Rebalance callbacks and loop iterations never interleave.
+        self.lock = asyncio.Lock()
+        self.layout = TopicLayout({})
+        self.tasks = TaskRegistry(config, self.layout)
+        self.delivery = make_delivery(ctx, self.tasks)
+        self.encoder_name = "native" if native_available() else "python"
+        self._consumer: Any = None
+        self._feed: InputFeed | None = None
+
+    @property
+    def consumer(self) -> Any:
+        assert self._consumer is not None, "the pipeline has not started"
+        return self._consumer
+
+    @property
+    def feed(self) -> InputFeed:
+        assert self._feed is not None, "the pipeline has not started"
+        return self._feed
+
+    @property
+    def committed_any(self) -> bool:
+        return self.delivery.committed_any
+
+    def add_task(self, name: str, partitions: list[TopicPartition], out_partition: int) -> TaskRun:
+        return self.tasks.add(name, partitions, out_partition, self.delivery.attach(name))
+
+    def status(self) -> dict[str, Any]:
+        return pipeline_status(self)
+
+    # -- one start ------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect, merge until the run state leaves ``Running``, finish as it says, close."""
+        try:
+            if await self._start():
+                self.health.started()
+                gauges = asyncio.create_task(self._gauge_loop())
+                try:
+                    await self._loop()
+                finally:
+                    gauges.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await gauges
+            await self._finish()
+        finally:
+            await self._close()
+
+    async def _start(self) -> bool:
+        """Connect and take the tasks; ``False`` if the start did not get that far."""
+        cfg = self.config
+        phase = Phase.RESTART if self.restarting else Phase.START
+        if self.restarting and not await self._reachable():
+            return False
+        try:
+            layout = await self._prepare_topics()
+            self.layout = self.tasks.layout = layout
+            self._consumer = consumer = self.ctx.clients.consumer()
+            self._feed = InputFeed(self.ctx, consumer, self.tasks)
+            await self.delivery.start(consumer)
+            await connect(consumer.start(), "the consumer", cfg.bootstrap_servers)
+            await Rebalancer(self).assign(self.restarting)
+        except START_ERRORS as e:
+            self.errors.handle(e, phase)
+            return False
+        return self.control.running
+
+    async def _prepare_topics(self) -> TopicLayout:
+        admin = self.ctx.clients.admin()
+        try:
+            await connect(admin.start(), "the admin client", self.config.bootstrap_servers)
+            return await prepare_topics(admin, self.config)
+        finally:
+            await close_quietly(admin.close(), self._close_failed)
+
+    async def _reachable(self) -> bool:
+        """Before a restart: wait until the cluster answers again (``False`` if a stop came first)."""
+        while self.control.running:
+            admin = self.ctx.clients.admin()
+            try:
+                await admin.start()
+                return True
+            except CLIENT_ERRORS:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.control.changed.wait(), RESTART_BACKOFF_S)
+            finally:
+                await close_quietly(admin.close(), lambda _: None)
+        return False
+
+    # -- the loop -------------------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        control = self.control
+        while control.running:
+            fetched, at_seek = await self.feed.fetch(self._fetch_wait_ms())
+            async with self.lock:
+                if not control.healthy:
+                    break
+                now = self.clock()
+                try:
+                    await self.feed.feed(fetched, at_seek)
+                    for run in self.tasks:
+                        if not await self._drive_or_judge(run, now, Phase.WRITE):
+                            break
+                    self.feed.apply_pause_hints(now)
+                    await self.delivery.tick()
+                except LOOP_ERRORS as e:
+                    self.errors.handle(e, Phase.MERGE)
+
+    def _fetch_wait_ms(self) -> int:
+        wake = self.tasks.wake_at()
+        if wake is None:
+            return MAX_FETCH_WAIT_MS
+        return max(0, min(MAX_FETCH_WAIT_MS, wake - self.clock()))
+
+    async def _drive_or_judge(self, run: TaskRun, now: int, phase: Phase) -> bool:
+        """Drive one task; a client error is judged for it (``False``: stop driving the others)."""
+        try:
+            await self._drive(run, now)
+        except CLIENT_ERRORS as e:
+            txn = run.output.txn
+            context = {"task": run.name, "topic": self.config.output_topic}
+            if txn is not None:
+                context["txn_id"] = txn.transactional_id
+            if self.errors.handle(run.output.cause(e), phase, **context) is Action.TASK_LOST and txn:
+                txn.forget()
+            return False
+        return True
+
+    async def _drive(self, run: TaskRun, now: int) -> None:
+        """Poll the task until it stops emitting; write what it emits; remember when to wake it."""
+        delivery = self.delivery
+        while True:
+            out = run.task.poll(now, MAX_EMIT_RECORDS)
+            if isinstance(out, Emit):
+                await delivery.send(run, out)
+                continue
+            if isinstance(out, Heartbeat):
+                await delivery.heartbeat(run, out)
+                continue
+            if isinstance(out, WaitUntil):
+                run.wake_at = out.deadline_ms
+            elif isinstance(out, NeedFetch | Idle):
+                run.wake_at = out.wake_at_ms
+            return
+
+    # -- the end of a start ---------------------------------------------------------------------------
+
+    async def _finish(self) -> None:
+        """``Stopping``: emit what may go out, drain; ``Failed``: abort; ``Restarting``: nothing —
+        the producers are dead, the next start fences them (which aborts their transactions)."""
+        runs = list(self.tasks)
+        if isinstance(self.control.state, Stopping) and self._consumer is not None:
+            async with self.lock:
+                now = self.clock()
+                try:
+                    for run in runs:
+                        await self._drive_or_judge(run, now, Phase.STOP)
+                except MERGE_ERRORS as e:
+                    self.errors.handle(e, Phase.STOP)
+                if isinstance(self.control.state, Stopping):
+                    await self.delivery.drain(runs)
+        if self.control.failed:
+            await self.delivery.abort(runs)
+
+    async def _close(self) -> None:
+        if self._consumer is not None:
+            await close_quietly(self._consumer.stop(), self._close_failed)
+        await self.delivery.close(list(self.tasks))
+
+    def _close_failed(self, error: BaseException) -> None:
+        self.errors.handle(error, Phase.CLOSE)
+
+    # -- observation ----------------------------------------------------------------------------------
+
+    async def _gauge_loop(self) -> None:
+        while True:
+            now = self.clock()
+            for run in self.tasks:
+                self.metrics.observe_task(run.name, run.task.snapshot(now))
+            await asyncio.sleep(GAUGE_INTERVAL_S)

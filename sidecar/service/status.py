@@ -1,0 +1,70 @@
+"""``/status``: one JSON document that answers "why is my join stalled?".
+
+Per task: readiness, watermark, stream time, counts and ``blocked_by`` — each partition holding
+the task back and why (from the core's snapshot). Beside the tasks, the output side: batches in
+flight, the write or commit the pipeline waits in and, under ``exactly_once_v2``, each task's
+transaction — because a pipeline waiting on its output fetches nothing, and its merge buffers
+then look healthy. ``output.blocked`` says so in one line once a wait passes
+``BLOCKED_AFTER_MS``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sidecar.service.pipeline import Pipeline
+
+#: /status calls the output blocked once a write or a commit has waited this long.
+BLOCKED_AFTER_MS = 1000
+
+
+def pipeline_status(pipeline: Pipeline) -> dict[str, Any]:
+    cfg = pipeline.config
+    now = pipeline.clock()
+    state, message = pipeline.health.status()
+    return {
+        "health": state,
+        "message": message,
+        "output_topic": cfg.output_topic,
+        "task_grouping": cfg.task_grouping,
+        "max_task_idle_ms": cfg.max_task_idle_ms,
+        "processing_guarantee": cfg.processing_guarantee,
+        "output_encoder": pipeline.encoder_name,
+        "output": output_status(pipeline, now),
+        "tasks": {run.name: run.task.snapshot(now) for run in pipeline.tasks.sorted()},
+        "config": cfg.redacted(),
+    }
+
+
+def output_status(pipeline: Pipeline, now: int) -> dict[str, Any]:
+    delivery = pipeline.delivery
+    activity = delivery.activity.snapshot(now)
+    out: dict[str, Any] = {"topic": pipeline.config.output_topic, **activity}
+    txns = delivery.transactions(now)
+    if txns is not None:
+        out["transactions"] = txns
+    out["blocked"] = blocked(activity, txns or {}, now)
+    return out
+
+
+def blocked(activity: dict[str, Any], txns: dict[str, dict[str, Any]], now: int) -> str | None:
+    """One line saying what the output holds the pipeline in, once it has waited
+    ``BLOCKED_AFTER_MS``; ``None`` when nothing waits that long."""
+    writing = activity["writing"]
+    if writing is not None and writing["waiting_ms"] >= BLOCKED_AFTER_MS:
+        ack = activity["last_ack"]
+        last = "none acknowledged yet" if ack is None else f"last acknowledged {(now - ack) / 1000:.1f} s ago"
+        waited = writing["waiting_ms"] / 1000
+        return (
+            f"writing to {writing['topic']}[{writing['partition']}] for {waited:.1f} s: "
+            f"the producer takes a batch only when the previous one for that partition has gone out "
+            f"({activity['batches_in_flight']} in flight, {last}); nothing is fetched meanwhile"
+        )
+    for name, txn in txns.items():
+        if txn["committing_ms"] is not None and txn["committing_ms"] >= BLOCKED_AFTER_MS:
+            return (
+                f"committing the transaction of task {name} for {txn['committing_ms'] / 1000:.1f} s "
+                f"(waiting for its writes to be acknowledged and for the commit)"
+            )
+    return None

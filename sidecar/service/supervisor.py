@@ -1,0 +1,195 @@
+"""The run state of the sidecar, and the supervisor that starts the pipeline again when it must.
+
+Theory of operation
+-------------------
+One start of the pipeline (:class:`~sidecar.service.pipeline.Pipeline`) connects the clients,
+merges until something ends it, and closes. What ended it is the run state, one value:
+
+* :class:`Running` — merging.
+* :class:`Stopping` — a stop was requested (SIGTERM, SIGINT): drain what is safe, commit, leave.
+* :class:`Restarting` — the clients cannot go on but a fresh start can (see
+  :mod:`sidecar.service.failures`): close without draining and start again from the committed
+  offsets. A stop requested meanwhile is remembered, and the process then leaves instead.
+* :class:`Failed` — the sidecar cannot go on: close (aborting open transactions) and exit 1.
+
+Transitions, first come first served, except that a failure always wins::
+
+    Running  --stop-->     Stopping
+    Running  --restart-->  Restarting
+    Stopping --restart-->  Restarting     (the clients died while draining: nothing more to drain)
+    any      --fail-->     Failed         (unless already Failed: the first failure is the one told)
+
+The :class:`Supervisor` owns the state and runs the starts: after a ``Restarting`` start it waits
+``RESTART_BACKOFF_S`` and starts again, and gives up (``Failed``) after ``MAX_RESTARTS`` restarts
+in a row during which nothing was committed — a restart that keeps failing must not loop forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sidecar.service.health import Health
+from sidecar.service.metrics import Metrics
+
+if TYPE_CHECKING:
+    from sidecar.config import SidecarConfig
+    from sidecar.service.pipeline import Pipeline
+
+log = logging.getLogger("timesync")
+
+#: Restarts in a row, with nothing committed in between, before giving up.
+MAX_RESTARTS = 5
+#: Pause before a restart, and between attempts to reach the cluster again.
+RESTART_BACKOFF_S = 1.0
+
+
+class FatalError(Exception):
+    """The sidecar cannot go on; the message is the one line the user sees (exit 1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Stopping:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Restarting:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    error: FatalError
+
+
+RunState = Running | Stopping | Restarting | Failed
+
+
+class RunControl:
+    """The run state of one start, and the one way to change it.
+
+    ``changed`` is set whenever the state leaves ``Running``, so that waits (a fetch, a backoff)
+    can end early. ``stop_requested`` survives restarts: it belongs to the process.
+    """
+
+    def __init__(self, stop_requested: asyncio.Event, health: Health | None = None) -> None:
+        self.state: RunState = Running()
+        self.stop_requested = stop_requested
+        self.health = health
+        self.changed = asyncio.Event()
+        if stop_requested.is_set():
+            self.stop()
+
+    @property
+    def running(self) -> bool:
+        return isinstance(self.state, Running)
+
+    @property
+    def failed(self) -> bool:
+        return isinstance(self.state, Failed)
+
+    @property
+    def healthy(self) -> bool:
+        """Neither failed nor restarting: the clients may still be used (to drain, to commit)."""
+        return isinstance(self.state, Running | Stopping)
+
+    def stop(self) -> None:
+        self.stop_requested.set()
+        if isinstance(self.state, Running):
+            self._enter(Stopping())
+
+    def restart(self, reason: str) -> None:
+        if isinstance(self.state, Running | Stopping):
+            self._enter(Restarting(reason))
+
+    def fail(self, message: str) -> FatalError:
+        if not isinstance(self.state, Failed):
+            log.error("%s", message)
+            if self.health is not None:
+                self.health.failed(message)
+            self._enter(Failed(FatalError(message)))
+        assert isinstance(self.state, Failed)
+        return self.state.error
+
+    def _enter(self, state: RunState) -> None:
+        self.state = state
+        self.changed.set()
+
+
+class Supervisor:
+    """Runs the pipeline until a stop (returns) or a failure (raises :class:`FatalError`),
+    starting it again in the process after a ``Restarting`` end."""
+
+    def __init__(
+        self,
+        config: SidecarConfig,
+        metrics: Metrics | None = None,
+        health: Health | None = None,
+        pipeline_factory: Callable[..., Pipeline] | None = None,
+        backoff_s: float = RESTART_BACKOFF_S,
+    ) -> None:
+        from sidecar.service.pipeline import Pipeline
+
+        self.config = config
+        self.metrics = metrics or Metrics()
+        self.health = health or Health()
+        self.stop_requested = asyncio.Event()
+        self.backoff_s = backoff_s
+        self._factory: Callable[..., Pipeline] = pipeline_factory or Pipeline
+        self.restarts = 0
+        self.pipeline: Pipeline = self._new_pipeline(restarting=False)
+
+    def _new_pipeline(self, restarting: bool) -> Pipeline:
+        return self._factory(
+            self.config,
+            metrics=self.metrics,
+            health=self.health,
+            control=RunControl(self.stop_requested, self.health),
+            restarting=restarting,
+        )
+
+    @property
+    def state(self) -> RunState:
+        return self.pipeline.control.state
+
+    def request_stop(self) -> None:
+        self.pipeline.control.stop()
+
+    async def run(self) -> None:
+        failures = 0
+        while True:
+            pipeline = self.pipeline
+            await pipeline.run()
+            state = pipeline.control.state
+            if isinstance(state, Failed):
+                raise state.error
+            if not isinstance(state, Restarting) or self.stop_requested.is_set():
+                return
+            failures = 1 if pipeline.committed_any else failures + 1
+            if failures > MAX_RESTARTS:
+                message = (
+                    f"{state.reason}; gave up after {MAX_RESTARTS} restarts in a row with nothing committed"
+                )
+                log.error("%s", message)
+                self.health.failed(message)
+                raise FatalError(message)
+            log.warning(
+                "%s; restarting from the committed offsets (open transactions are aborted)", state.reason
+            )
+            self.restarts += 1
+            self.pipeline = self._new_pipeline(restarting=True)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop_requested.wait(), self.backoff_s)
+
+    def status(self) -> dict[str, Any]:
+        return self.pipeline.status()
