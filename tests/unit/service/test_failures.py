@@ -1,0 +1,203 @@
+"""The failure table, row by row: what each error means in each phase, and that each row is tested."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+import pytest
+from aiokafka.errors import (
+    GroupAuthorizationFailedError,
+    IllegalOperation,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    NotLeaderForPartitionError,
+    ProducerFenced,
+    TopicAuthorizationFailedError,
+)
+
+from sidecar.config import load_config
+from sidecar.core import TopicPartition
+from sidecar.core.deadletters import DeadLetterRatioExceeded
+from sidecar.core.timestamps import InvalidTimestampError
+from sidecar.kafka.admin import AdminError
+from sidecar.kafka.clients import ClientStartError
+from sidecar.service.failures import RULES, Action, ErrorHandler, Phase, decide, describe
+from sidecar.service.supervisor import Failed, Restarting, RunControl
+
+ALO, EOS = "at_least_once", "exactly_once_v2"
+SINGLE, PARTITION = "single", "partition"
+
+
+@dataclass(frozen=True)
+class Case:
+    error: BaseException
+    phase: Phase
+    guarantee: str
+    grouping: str
+    action: Action
+    #: A phrase of the row's ``why`` that must match: the row this case exercises.
+    row: str
+
+
+CASES = {
+    "a client that raises anything while closing is only logged": Case(
+        asyncio.CancelledError(), Phase.CLOSE, EOS, SINGLE, Action.LOG, "Cleanup never ends the process"
+    ),
+    "a fenced producer's transaction needs no abort": Case(
+        ProducerFenced(), Phase.ABORT, EOS, PARTITION, Action.LOG, "aborted by its fencer"
+    ),
+    "an abort that fails is left to the broker's timeout": Case(
+        KafkaTimeoutError(), Phase.ABORT, EOS, SINGLE, Action.LOG, "courtesy"
+    ),
+    "an unreadable event time under tolerance none stops": Case(
+        InvalidTimestampError(TopicPartition("in", 0), 7, "not JSON"),
+        Phase.MERGE,
+        ALO,
+        SINGLE,
+        Action.FATAL,
+        "chose to stop",
+    ),
+    "the dead letter ratio cap stops": Case(
+        DeadLetterRatioExceeded(600, 1000, 0.5), Phase.MERGE, EOS, PARTITION, Action.FATAL, "whole stream"
+    ),
+    "an authorization error stops even under exactly once": Case(
+        GroupAuthorizationFailedError(), Phase.COMMIT, EOS, PARTITION, Action.FATAL, "every start"
+    ),
+    "a task fenced while being handed over was taken over": Case(
+        ProducerFenced(), Phase.REVOKE, EOS, PARTITION, Action.TASK_LOST, "handed it over or stopped"
+    ),
+    "a task fenced while running means this replica missed a rebalance": Case(
+        ProducerFenced(), Phase.WRITE, EOS, PARTITION, Action.RESTART, "TaskMigratedException"
+    ),
+    "a fenced producer with one task means a second process": Case(
+        ProducerFenced(), Phase.WRITE, EOS, SINGLE, Action.FATAL, "only one process may run"
+    ),
+    "a cluster that cannot be reached at the first start stops": Case(
+        ClientStartError("cannot connect the consumer to x:9092: refused"),
+        Phase.START,
+        ALO,
+        SINGLE,
+        Action.FATAL,
+        "setup error",
+    ),
+    "a topic the broker refuses at the first start stops": Case(
+        AdminError("cannot describe topic 'in': TopicAuthorizationFailedError"),
+        Phase.START,
+        EOS,
+        SINGLE,
+        Action.FATAL,
+        "setup error",
+    ),
+    "a cluster still away while starting again keeps the restart going": Case(
+        KafkaConnectionError(), Phase.RESTART, EOS, SINGLE, Action.RESTART, "may still be away"
+    ),
+    "a transaction that cannot commit while handing a task over is left to the next owner": Case(
+        KafkaTimeoutError(), Phase.REVOKE, EOS, PARTITION, Action.LOG, "must not fail the group"
+    ),
+    "a failed transactional producer restarts the pipeline": Case(
+        NotLeaderForPartitionError(), Phase.WRITE, EOS, SINGLE, Action.RESTART, "cannot be used again"
+    ),
+    "aiokafka's follow-up error of a stopped transactional producer restarts too": Case(
+        IllegalOperation("Can't send messages while not in transaction"),
+        Phase.WRITE,
+        EOS,
+        PARTITION,
+        Action.RESTART,
+        "cannot be used again",
+    ),
+    "an offset commit that fails is repeated later": Case(
+        KafkaTimeoutError(), Phase.COMMIT, ALO, PARTITION, Action.LOG, "never skipped"
+    ),
+    "committed offsets that cannot be read at assignment fall back to the consumer's": Case(
+        KafkaTimeoutError(), Phase.ASSIGN, ALO, PARTITION, Action.LOG, "start position"
+    ),
+    "a drain that cannot make the last output durable stops with exit 1": Case(
+        KafkaTimeoutError(), Phase.STOP, ALO, SINGLE, Action.FATAL, "rather than claim a clean stop"
+    ),
+    "an output batch the producer gave up on stops at least once": Case(
+        KafkaTimeoutError(), Phase.WRITE, ALO, SINGLE, Action.FATAL, "cannot be committed past"
+    ),
+    "any other client error at the first start stops": Case(
+        KafkaTimeoutError(), Phase.START, ALO, SINGLE, Action.FATAL, "The first start"
+    ),
+    "any other client error stops": Case(
+        KafkaTimeoutError(), Phase.MERGE, ALO, SINGLE, Action.FATAL, "Any other client error"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_row_says_what_its_error_means(name: str) -> None:
+    case = CASES[name]
+    decision = decide(case.error, case.phase, case.guarantee, case.grouping)  # type: ignore[arg-type]
+    assert decision.action is case.action
+    assert case.row in decision.rule.why, decision.rule.why
+
+
+def test_every_row_has_a_case() -> None:
+    tested = {
+        decide(c.error, c.phase, c.guarantee, c.grouping).rule  # type: ignore[arg-type]
+        for c in CASES.values()
+    }
+    untested = [rule.why for rule in RULES if rule not in tested]
+    assert untested == []
+
+
+def test_every_row_states_its_reason() -> None:
+    assert all(rule.why.strip() for rule in RULES)
+
+
+def test_an_error_no_row_matches_is_not_swallowed() -> None:
+    with pytest.raises(ZeroDivisionError):
+        decide(ZeroDivisionError(), Phase.WRITE, ALO, SINGLE)
+
+
+def test_messages_name_the_task_the_transactional_id_and_the_group() -> None:
+    decision = decide(ProducerFenced(), Phase.WRITE, EOS, SINGLE, task="0", txn_id="g-txn", group="g")
+    assert decision.message == (
+        "the producer of task 0 was fenced: another process started with transactional.id g-txn "
+        "(a second sidecar with group.id g?)"
+    )
+
+
+def test_our_own_errors_read_as_their_sentence_and_aiokafkas_carry_their_name() -> None:
+    assert describe(ClientStartError("cannot connect the consumer to x:9092: refused")) == (
+        "cannot connect the consumer to x:9092: refused"
+    )
+    assert "TopicAuthorizationFailedError" in describe(TopicAuthorizationFailedError())
+    assert describe(asyncio.CancelledError()) == "CancelledError"
+
+
+def handler(guarantee: str, grouping: str = SINGLE) -> ErrorHandler:
+    cfg = load_config(
+        None,
+        [
+            "bootstrap.servers=b:9092",
+            "input.topics=a",
+            "output.topic=o",
+            f"processing.guarantee={guarantee}",
+            f"task.grouping={grouping}",
+        ],
+        environ={},
+    )
+    return ErrorHandler(RunControl(asyncio.Event()), cfg)
+
+
+def test_the_handler_fails_the_run_with_the_rows_message() -> None:
+    errors = handler(ALO)
+    assert errors.handle(KafkaTimeoutError(), Phase.WRITE, topic="o") is Action.FATAL
+    state = errors.control.state
+    assert isinstance(state, Failed)
+    assert str(state.error) == "writing to o failed: KafkaTimeoutError"
+
+
+def test_the_handler_restarts_the_run_and_the_first_outcome_stands(caplog: pytest.LogCaptureFixture) -> None:
+    errors = handler(EOS)
+    assert errors.handle(NotLeaderForPartitionError(), Phase.WRITE) is Action.RESTART
+    assert isinstance(errors.control.state, Restarting)
+    with caplog.at_level(logging.WARNING, "timesync"):
+        assert errors.handle(KafkaTimeoutError(), Phase.CLOSE) is Action.LOG
+    assert "closing a Kafka client failed" in caplog.text
+    assert isinstance(errors.control.state, Restarting)

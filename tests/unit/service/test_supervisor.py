@@ -1,0 +1,126 @@
+"""The run state and the supervisor: one value, first outcome wins except a failure, restarts bounded."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+import pytest
+
+from sidecar.config import load_config
+from sidecar.service.supervisor import (
+    MAX_RESTARTS,
+    Failed,
+    FatalError,
+    Restarting,
+    RunControl,
+    Running,
+    Stopping,
+    Supervisor,
+)
+
+
+def control() -> RunControl:
+    return RunControl(asyncio.Event())
+
+
+def test_a_run_starts_running() -> None:
+    assert control().state == Running()
+
+
+def test_a_stop_from_running_stops_and_sets_the_process_wide_request() -> None:
+    c = control()
+    c.stop()
+    assert c.state == Stopping()
+    assert c.stop_requested.is_set()
+    assert c.changed.is_set()
+
+
+def test_a_restart_while_stopping_wins_because_the_clients_died_while_draining() -> None:
+    c = control()
+    c.stop()
+    c.restart("producer gone")
+    assert c.state == Restarting("producer gone")
+
+
+def test_a_stop_while_restarting_keeps_the_restart_but_is_remembered() -> None:
+    c = control()
+    c.restart("producer gone")
+    c.stop()
+    assert c.state == Restarting("producer gone")
+    assert c.stop_requested.is_set()
+
+
+def test_a_failure_wins_over_anything_and_the_first_one_is_told() -> None:
+    c = control()
+    c.restart("producer gone")
+    first = c.fail("first")
+    c.fail("second")
+    c.stop()
+    c.restart("again")
+    assert c.state == Failed(first)
+    assert str(first) == "first"
+
+
+def test_a_new_run_after_a_stop_request_starts_stopping() -> None:
+    requested = asyncio.Event()
+    requested.set()
+    assert RunControl(requested).state == Stopping()
+
+
+class ScriptedPipeline:
+    """A pipeline whose runs end as scripted: each entry is ("restart", committed?) or "stop"."""
+
+    script: ClassVar[list[Any]] = []
+    starts: ClassVar[list[bool]] = []
+
+    def __init__(self, config: Any, *, control: RunControl, restarting: bool, **_: Any) -> None:
+        self.control = control
+        self.committed_any = False
+        ScriptedPipeline.starts.append(restarting)
+
+    async def run(self) -> None:
+        step = ScriptedPipeline.script.pop(0)
+        if step == "stop":
+            self.control.stop()
+        elif step == "fail":
+            self.control.fail("boom")
+        else:
+            _, self.committed_any = step
+            self.control.restart("producer gone")
+
+    def status(self) -> dict[str, Any]:
+        return {}
+
+
+def supervisor(script: list[Any]) -> Supervisor:
+    ScriptedPipeline.script = list(script)
+    ScriptedPipeline.starts = []
+    cfg = load_config(None, ["bootstrap.servers=b:9092", "input.topics=a", "output.topic=o"], environ={})
+    return Supervisor(cfg, pipeline_factory=ScriptedPipeline, backoff_s=0)  # type: ignore[arg-type]
+
+
+async def test_restarts_go_on_while_something_commits_in_between() -> None:
+    s = supervisor([("restart", True)] * (MAX_RESTARTS + 3) + ["stop"])
+    await s.run()
+    assert s.restarts == MAX_RESTARTS + 3
+    assert ScriptedPipeline.starts == [False] + [True] * (MAX_RESTARTS + 3)
+
+
+async def test_restarts_that_keep_failing_with_nothing_committed_give_up() -> None:
+    s = supervisor([("restart", False)] * (MAX_RESTARTS + 1))
+    with pytest.raises(FatalError, match=f"gave up after {MAX_RESTARTS} restarts in a row"):
+        await s.run()
+    assert s.health.status()[0] == "unhealthy"
+
+
+async def test_a_failed_run_raises_its_error() -> None:
+    with pytest.raises(FatalError, match="boom"):
+        await supervisor(["fail"]).run()
+
+
+async def test_a_stop_requested_during_a_restart_ends_the_process_cleanly() -> None:
+    s = supervisor([("restart", True), "stop"])
+    s.stop_requested.set()
+    await s.run()
+    assert s.restarts == 0
