@@ -36,7 +36,8 @@ $(STAMP_JARS): $(POMS)
 venv: $(STAMP_PY)
 jars: $(STAMP_JARS)
 
-test: $(STAMP_PY) $(STAMP_JARS)
+# Lint first: CI holds the style and the types as it holds the tests.
+test: lint $(STAMP_PY) $(STAMP_JARS)
 	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_ARGS)
 
 # The fault tests (tests/faults) at the size of the reliability issue: 200,000 records, 12 kill -9
@@ -47,7 +48,7 @@ test-chaos: $(STAMP_PY) $(STAMP_JARS)
 lint: $(STAMP_PY)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy --strict sidecar/core
+	$(PY) -m mypy --strict sidecar spark_consumer
 
 format: $(STAMP_PY)
 	$(PY) -m ruff format .

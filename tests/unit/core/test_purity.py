@@ -10,7 +10,16 @@ from pathlib import Path
 import sidecar.core
 
 CORE = Path(sidecar.core.__file__).parent
-FORBIDDEN = {"asyncio", "aiokafka", "time", "socket", "threading", "sidecar.kafka", "sidecar.output", "sidecar.service"}
+FORBIDDEN = {
+    "asyncio",
+    "aiokafka",
+    "time",
+    "socket",
+    "threading",
+    "sidecar.kafka",
+    "sidecar.output",
+    "sidecar.service",
+}
 
 
 def imported_modules(path: Path) -> set[str]:
