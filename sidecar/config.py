@@ -30,6 +30,8 @@ from sidecar.core import TaskConfig, parse_extractor
 from sidecar.core.readiness import IDLE_FOREVER
 
 ENV_PREFIX = "TIMESYNC_"
+#: A timeout that never ends (Kafka's Long.MAX_VALUE).
+FOREVER_MS = 2**63 - 1
 #: Variables of the Spark job (``TIMESYNC_SPARK_JARS_DIR``...); the sidecar leaves them alone.
 SPARK_ENV_PREFIX = "TIMESYNC_SPARK_"
 
@@ -67,6 +69,11 @@ class SidecarConfig(BaseSettings):
     compression_lz4_level: int = Field(9, ge=1, le=17)
     compression_zstd_level: int = Field(3, ge=-131072, le=22)
     linger_ms: int = Field(5, ge=0)
+    # Kafka's producer key: how long an output batch may wait for the cluster before the sidecar
+    # gives up (and how long restarts may go on without progress). "max" waits for ever.
+    delivery_timeout_ms: int = 120_000
+    # Replicas of the topics the sidecar creates (output, DLQ, late); -1: the broker's default.
+    replication_factor: int = -1
     errors_tolerance: Literal["none", "all"] = "none"
     errors_deadletterqueue_topic_name: str = ""
     errors_deadletterqueue_max_ratio: float = Field(0.5, gt=0, le=1)
@@ -119,6 +126,27 @@ class SidecarConfig(BaseSettings):
         if idle < -1:
             raise ValueError("expected -1, 0, a number of milliseconds, or max")
         return min(idle, IDLE_FOREVER)
+
+    @field_validator("delivery_timeout_ms", mode="before")
+    @classmethod
+    def _delivery_timeout(cls, value: Any) -> int:
+        text = str(value).strip().lower()
+        if text in {"max", "long.max_value"}:
+            return FOREVER_MS
+        try:
+            timeout = int(text)
+        except ValueError:
+            raise ValueError("expected a number of milliseconds (at least 1000), or max") from None
+        if timeout < 1000:
+            raise ValueError("expected a number of milliseconds (at least 1000), or max")
+        return min(timeout, FOREVER_MS)
+
+    @field_validator("replication_factor")
+    @classmethod
+    def _replication(cls, value: int) -> int:
+        if value == -1 or value >= 1:
+            return value
+        raise ValueError("expected -1 (the broker's default.replication.factor) or at least 1")
 
     @field_validator("compression_gzip_level")
     @classmethod

@@ -120,6 +120,28 @@ async def wait_for_partitions(
         await asyncio.sleep(0.1)
 
 
+async def default_replication(admin: AIOKafkaAdminClient) -> int:
+    """The broker's ``default.replication.factor``, at most the number of brokers up (a topic
+    cannot have more replicas than brokers).
+
+    aiokafka's CreateTopics (v3 at most) cannot ask for the broker's default with -1 (v4+), so
+    the sidecar reads it and asks for it by number.
+    """
+    cluster = await admin.describe_cluster()
+    brokers = [b["node_id"] for b in cluster["brokers"]]
+    if not brokers:
+        return 1
+    responses = await admin.describe_configs(
+        [ConfigResource(ConfigResourceType.BROKER, str(brokers[0]), {"default.replication.factor": None})]
+    )
+    for response in responses:
+        for resource in response.resources:
+            for entry in resource[4]:
+                if entry[0] == "default.replication.factor" and entry[1] is not None:
+                    return max(1, min(int(entry[1]), len(brokers)))
+    return 1
+
+
 async def topic_configs(
     admin: AIOKafkaAdminClient, topics: Sequence[str], keys: Sequence[str]
 ) -> dict[str, dict[str, str]]:

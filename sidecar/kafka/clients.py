@@ -152,7 +152,7 @@ class KafkaClients:
 
     def producer(self, transactional_id: str | None) -> AIOKafkaProducer:
         cfg = self.config
-        return AIOKafkaProducer(
+        producer = AIOKafkaProducer(
             **self.options,
             acks="all",
             enable_idempotence=True,
@@ -162,9 +162,27 @@ class KafkaClients:
             max_request_size=MAX_MESSAGE_BYTES,
             transactional_id=transactional_id,
         )
+        bound_delivery(producer, cfg.delivery_timeout_ms)
+        return producer
 
     def admin(self) -> AIOKafkaAdminClient:
         return AIOKafkaAdminClient(**self.options)
+
+
+def bound_delivery(producer: AIOKafkaProducer, timeout_ms: int) -> None:
+    """Give the producer's batches Kafka's ``delivery.timeout.ms`` meaning.
+
+    aiokafka's idempotent producer retries a batch through every retriable error, for ever —
+    except a batch whose partition has no leader, which fails (``LeaderNotAvailableError``) once
+    it is older than ``request_timeout_ms`` (40 s): a broker away for longer, or an election that
+    takes that long, would fail the output. Its accumulator keeps that age limit in one private
+    attribute (aiokafka 0.14, pinned; ``tests/unit/test_clients.py`` checks it is still there):
+    set to ``delivery.timeout.ms``, a batch fails only past the user's bound (``max``: never).
+    """
+    accumulator = producer._message_accumulator
+    if not hasattr(accumulator, "_batch_ttl"):  # pragma: no cover - guarded by the pin's test
+        raise RuntimeError("aiokafka's MessageAccumulator no longer has _batch_ttl: check the pin")
+    accumulator._batch_ttl = timeout_ms / 1000
 
 
 async def close_quietly(

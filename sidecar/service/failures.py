@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -36,7 +37,9 @@ from aiokafka.errors import (
     IllegalOperation,
     IncompatibleBrokerVersion,
     KafkaError,
+    KafkaTimeoutError,
     ProducerFenced,
+    RequestTimedOutError,
     TopicAuthorizationFailedError,
     TransactionalIdAuthorizationFailed,
     UnsupportedVersionError,
@@ -101,6 +104,8 @@ NOT_RESTARTABLE: tuple[type[BaseException], ...] = (
 #: What a Kafka client raises: its own errors, and aiokafka's ``IllegalOperation`` from a
 #: transactional producer whose sender has stopped.
 CLIENT_ERRORS: tuple[type[BaseException], ...] = (KafkaError, IllegalOperation)
+#: Timeouts aiokafka does not flag retriable but Kafka's Java client does (TimeoutException).
+RETRIABLE_TIMEOUTS: tuple[type[BaseException], ...] = (KafkaTimeoutError, RequestTimedOutError)
 #: Errors met while setting up (connecting, preparing topics) whose message is a whole sentence.
 SETUP_ERRORS: tuple[type[BaseException], ...] = (ClientStartError, AdminError)
 
@@ -108,11 +113,18 @@ _ALL = frozenset(Phase)
 _RUNNING = frozenset({Phase.MERGE, Phase.WRITE, Phase.COMMIT, Phase.ASSIGN})
 
 
+def is_retriable(error: BaseException) -> bool:
+    """What Kafka marks retriable (leader moves, coordinator moves, not enough replicas, network
+    and connection errors), and timeouts: the cluster may answer if asked again."""
+    return bool(getattr(error, "retriable", False)) or isinstance(error, RETRIABLE_TIMEOUTS)
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     """One row: errors of these types, met in these phases (under this guarantee and grouping,
-    when given), lead to ``action``; ``message`` is the line the user sees (a template over
-    ``{error}``, ``{task}``, ``{txn_id}`` and ``{group}``)."""
+    when given, and for which ``when`` holds), lead to ``action``; ``message`` is the line the
+    user sees (a template over ``{error}``, ``{task}``, ``{txn_id}``, ``{group}``, ``{topic}``
+    and ``{bound}``)."""
 
     errors: tuple[type[BaseException], ...]
     phases: frozenset[Phase]
@@ -121,6 +133,7 @@ class Rule:
     why: str
     guarantee: Guarantee | None = None
     grouping: Grouping | None = None
+    when: Callable[[BaseException], bool] | None = None
 
     def matches(self, error: BaseException, phase: Phase, guarantee: Guarantee, grouping: Grouping) -> bool:
         return (
@@ -128,6 +141,7 @@ class Rule:
             and phase in self.phases
             and self.guarantee in (None, guarantee)
             and self.grouping in (None, grouping)
+            and (self.when is None or self.when(error))
         )
 
 
@@ -267,9 +281,29 @@ RULES: tuple[Rule, ...] = (
         CLIENT_ERRORS,
         frozenset({Phase.WRITE}),
         Action.FATAL,
-        "writing to {topic} failed: {error}",
-        "At least once: an output batch the producer gave up on cannot be committed past.",
+        "writing to {topic} failed: not delivered within delivery.timeout.ms={bound}: {error}",
+        "At least once: the idempotent producer retries a retriable error by itself, in order; a "
+        "batch fails with one only past the user's bound, and cannot be committed past.",
         guarantee="at_least_once",
+        when=is_retriable,
+    ),
+    Rule(
+        CLIENT_ERRORS,
+        frozenset({Phase.WRITE}),
+        Action.FATAL,
+        "writing to {topic} failed: {error}",
+        "At least once: an output batch the broker refused cannot be committed past.",
+        guarantee="at_least_once",
+    ),
+    Rule(
+        CLIENT_ERRORS,
+        frozenset({Phase.MERGE, Phase.ASSIGN}),
+        Action.RESTART,
+        "a Kafka client failed: {error}",
+        "At least once: a retriable error of the consumer is ridden out by starting again from "
+        "the committed offsets (what was written and not committed is written again).",
+        guarantee="at_least_once",
+        when=is_retriable,
     ),
     Rule(
         CLIENT_ERRORS,
@@ -316,7 +350,7 @@ def decide(
     (a bug, a ``KeyboardInterrupt``): it is re-raised."""
     for rule in RULES:
         if rule.matches(error, phase, guarantee, grouping):
-            fields = {"task": "?", "txn_id": "?", "group": "?", "topic": "?", **context}
+            fields = {"task": "?", "txn_id": "?", "group": "?", "topic": "?", "bound": "?", **context}
             return Decision(rule.action, rule.message.format(error=describe(error), **fields), rule)
     raise error
 
@@ -332,17 +366,29 @@ class ErrorHandler:
         self.control = control
         self.guarantee: Guarantee = config.processing_guarantee
         self.grouping: Grouping = config.task_grouping
-        self.group = config.effective_group_id
+        timeout = config.delivery_timeout_ms
+        self.context = {
+            "group": config.effective_group_id,
+            "topic": config.output_topic,
+            "bound": "max" if timeout >= 2**63 - 1 else str(timeout),
+        }
 
     def handle(self, error: BaseException, phase: Phase, **context: str) -> Action:
-        decision = decide(error, phase, self.guarantee, self.grouping, group=self.group, **context)
+        """Judge ``error`` and act: fail or restart the run, or log; a fault being retried (a
+        restart, a failed commit) also shows as degraded health until the cluster answers."""
+        decision = decide(error, phase, self.guarantee, self.grouping, **{**self.context, **context})
         action = decision.action
+        health = self.control.health
         if action is Action.FATAL:
             self.control.fail(decision.message)
         elif action is Action.RESTART:
             self.control.restart(decision.message)
+            if health is not None:
+                health.degraded(f"restarting from the committed offsets: {decision.message}")
         elif action is Action.TASK_LOST:
             log.info("%s", decision.message)
         elif decision.message:
             log.warning("%s", decision.message)
+            if health is not None and phase is not Phase.CLOSE:
+                health.degraded(decision.message)
         return action

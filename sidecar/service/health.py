@@ -1,8 +1,18 @@
-"""What ``/healthz`` answers: starting (503), healthy (200) or unhealthy (500), with a reason.
+"""What ``/healthz`` answers: starting (503), healthy (200), degraded (200) or unhealthy (500).
 
-The sidecar is healthy while it hears from the cluster: a fetch response or a produce ack within
-``silence_s``. aiokafka retries a lost broker forever and quietly, so silence is the signal that
-something is wrong (the broker is down, the network is cut, credentials were revoked).
+* **starting** — the first start has not taken its tasks yet.
+* **healthy** — the sidecar hears from the cluster: a fetch response, a produce acknowledgement
+  or (a replica with no tasks) a metadata answer, within ``silence_s``.
+* **degraded** — it is riding out a fault it retries by itself: no answer from Kafka for longer
+  than ``silence_s`` (a broker away, a leader election, the network cut), or a restart in the
+  process after a failed client, or a commit that failed and will be repeated. The reason says
+  which. It is still a 200: a liveness probe must not restart a sidecar that is waiting for its
+  cluster — the restart would only rebalance the group and start the wait over. The sidecar gives
+  up by itself once the user's bound (``delivery.timeout.ms``) is passed.
+* **unhealthy** — it has failed and is leaving (exit 1); the reason is the one line it prints.
+
+aiokafka retries a lost broker forever and quietly, so silence is the signal that something is
+wrong; any answer from the cluster clears a degradation.
 """
 
 from __future__ import annotations
@@ -11,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-State = Literal["starting", "healthy", "unhealthy"]
+State = Literal["starting", "healthy", "degraded", "unhealthy"]
 
 
 class Health:
@@ -21,28 +31,39 @@ class Health:
         self._started = False
         self._failed: str | None = None
         self._last_contact = clock()
-        self._detail = "connecting to Kafka"
+        self._degraded: str | None = None
+        self._degraded_since = 0.0
 
     def started(self) -> None:
         self._started = True
         self._last_contact = self.clock()
 
     def contact(self) -> None:
-        """The cluster answered (a fetch response, a produce ack)."""
+        """The cluster answered (a fetch response, a produce ack): any degradation is over."""
         self._last_contact = self.clock()
+        self._degraded = None
+
+    def degraded(self, reason: str) -> None:
+        """A fault the sidecar retries by itself; cleared by the next answer from the cluster."""
+        if self._degraded is None:
+            self._degraded_since = self.clock()
+        self._degraded = reason
 
     def failed(self, reason: str) -> None:
         self._failed = reason
-
-    def set_detail(self, detail: str) -> None:
-        self._detail = detail
 
     def status(self) -> tuple[State, str]:
         if self._failed is not None:
             return "unhealthy", self._failed
         if not self._started:
-            return "starting", self._detail
-        quiet = self.clock() - self._last_contact
+            return "starting", self._degraded or "connecting to Kafka"
+        now = self.clock()
+        if self._degraded is not None:
+            return "degraded", f"{self._degraded} (for {now - self._degraded_since:.0f} s; retrying)"
+        quiet = now - self._last_contact
         if quiet > self.silence_s:
-            return "unhealthy", f"no answer from Kafka for {quiet:.0f} s (fetches and produce acks stalled)"
+            return (
+                "degraded",
+                f"no answer from Kafka for {quiet:.0f} s (fetches and produce acks stalled); retrying",
+            )
         return "healthy", "consuming and producing"

@@ -12,7 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from sidecar.service.supervisor import Supervisor
 
-_CODES = {"healthy": 200, "starting": 503, "unhealthy": 500}
+_CODES = {"healthy": 200, "degraded": 200, "starting": 503, "unhealthy": 500}
 
 
 def make_app(sidecar: Supervisor) -> web.Application:

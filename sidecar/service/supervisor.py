@@ -20,8 +20,11 @@ Transitions, first come first served, except that a failure always wins::
     any      --fail-->     Failed         (unless already Failed: the first failure is the one told)
 
 The :class:`Supervisor` owns the state and runs the starts: after a ``Restarting`` start it waits
-``RESTART_BACKOFF_S`` and starts again, and gives up (``Failed``) after ``MAX_RESTARTS`` restarts
-in a row during which nothing was committed — a restart that keeps failing must not loop forever.
+``RESTART_BACKOFF_S`` and starts again. A restart that keeps failing must not loop forever, and a
+cluster away for a while must not end the sidecar: it gives up (``Failed``) once restarts have
+followed each other with nothing committed for longer than the user's bound,
+``delivery.timeout.ms`` (``max``: never), and at least ``MAX_RESTARTS`` times. Any commit in
+between starts the count again.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,7 +46,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("timesync")
 
-#: Restarts in a row, with nothing committed in between, before giving up.
+#: Restarts in a row, with nothing committed in between, before giving up is considered.
 MAX_RESTARTS = 5
 #: Pause before a restart, and between attempts to reach the cluster again.
 RESTART_BACKOFF_S = 1.0
@@ -137,6 +141,7 @@ class Supervisor:
         health: Health | None = None,
         pipeline_factory: Callable[..., Pipeline] | None = None,
         backoff_s: float = RESTART_BACKOFF_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         from sidecar.service.pipeline import Pipeline
 
@@ -145,6 +150,7 @@ class Supervisor:
         self.health = health or Health()
         self.stop_requested = asyncio.Event()
         self.backoff_s = backoff_s
+        self.clock = clock
         self._factory: Callable[..., Pipeline] = pipeline_factory or Pipeline
         self.restarts = 0
         self.pipeline: Pipeline = self._new_pipeline(restarting=False)
@@ -167,6 +173,8 @@ class Supervisor:
 
     async def run(self) -> None:
         failures = 0
+        since = self.clock()
+        bound_s = self.config.delivery_timeout_ms / 1000
         while True:
             pipeline = self.pipeline
             await pipeline.run()
@@ -175,10 +183,14 @@ class Supervisor:
                 raise state.error
             if not isinstance(state, Restarting) or self.stop_requested.is_set():
                 return
-            failures = 1 if pipeline.committed_any else failures + 1
-            if failures > MAX_RESTARTS:
+            if pipeline.committed_any or failures == 0:
+                failures, since = 0, self.clock()
+            failures += 1
+            waited = self.clock() - since
+            if failures > MAX_RESTARTS and waited >= bound_s:
                 message = (
-                    f"{state.reason}; gave up after {MAX_RESTARTS} restarts in a row with nothing committed"
+                    f"{state.reason}; gave up after {failures - 1} restarts in {waited:.0f} s with nothing "
+                    f"committed (delivery.timeout.ms={self.config.delivery_timeout_ms})"
                 )
                 log.error("%s", message)
                 self.health.failed(message)

@@ -23,6 +23,7 @@ from sidecar.core import TopicPartition
 from sidecar.kafka.admin import (
     AdminError,
     TopicSpec,
+    default_replication,
     describe_partitions,
     ensure_topics,
     topic_configs,
@@ -70,11 +71,17 @@ async def prepare_topics(admin: AIOKafkaAdminClient, config: SidecarConfig) -> T
     needed = tasks_needed(config, inputs)
     big = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
     side = [t for t in (config.errors_deadletterqueue_topic_name, config.late_topic) if t]
-    specs = [TopicSpec(t, needed, configs=big) for t in (config.output_topic, *side)]
-    created = await ensure_topics(admin, specs)
-    if created:
-        log.info("created topics %s", ", ".join(created))
-    outputs = await wait_for_partitions(admin, [config.output_topic, *side])
+    written = [config.output_topic, *side]
+    missing_outputs = set(written) - set(await admin.list_topics())
+    if missing_outputs:
+        replicas = config.replication_factor
+        if replicas == -1:
+            replicas = await default_replication(admin)
+        specs = [TopicSpec(t, needed, replicas, configs=big) for t in written if t in missing_outputs]
+        created = await ensure_topics(admin, specs)
+        if created:
+            log.info("created topics %s (%d replicas each)", ", ".join(created), replicas)
+    outputs = await wait_for_partitions(admin, written)
     have = outputs[config.output_topic]
     if have < needed:
         raise AdminError(

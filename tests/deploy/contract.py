@@ -28,6 +28,8 @@ CONFIG_DEFAULTS: dict[str, str] = {
     "compression.zstd.level": "3",
     "compression.gzip.level": "-1",
     "linger.ms": "5",
+    "delivery.timeout.ms": "120000",
+    "replication.factor": "-1",
     "watermark.policy": "auto",
     "watermark.max.delay.ms": "5000",
     "watermark.window.ms": "60000",

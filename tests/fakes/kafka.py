@@ -578,9 +578,15 @@ class FakeAdmin:
                 out.append({"topic": t, "partitions": [{"partition": p} for p in range(n)], "error_code": 0})
         return out
 
+    async def describe_cluster(self) -> dict[str, Any]:
+        return {"brokers": [{"node_id": 0, "host": "fake", "port": 9092}], "controller_id": 0}
+
     async def describe_configs(self, resources: Sequence[Any]) -> list[Any]:
         described = []
         for res in resources:
+            if res.resource_type == 4:  # a broker
+                described.append((0, None, 4, res.name, [("default.replication.factor", "1")]))
+                continue
             configs = self.cluster.configs.get(res.name, {})
             defaults = {"message.timestamp.type": "CreateTime"}
             entries = [(k, configs.get(k, defaults.get(k))) for k in (res.configs or {})]

@@ -31,7 +31,7 @@ class Size:
     records: int
     #: Records on the Spark job's ordered topic.
     spark_records: int
-    #: Seconds the broker stays away in the broker-restart run (at least until /healthz is 500).
+    #: Seconds the broker stays away in the broker-restart run (at least until /healthz says degraded).
     outage_s: float
 
 

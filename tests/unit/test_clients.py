@@ -63,3 +63,26 @@ async def test_without_a_logged_reason_the_error_is_unchanged() -> None:
     with pytest.raises(KafkaConnectionError) as failed:
         await start_client(refused())
     assert failed.value is original
+
+
+async def test_output_batches_expire_only_past_delivery_timeout_ms_not_aiokafkas_request_timeout() -> None:
+    """aiokafka fails a queued batch whose partition has no leader once it is older than
+    request_timeout_ms (40 s) — a broker away for 50 s ended the sidecar. The clients give the
+    accumulator the user's delivery.timeout.ms instead (a private attribute of the pinned aiokafka:
+    this test fails if an upgrade renames it)."""
+    from aiokafka.producer.message_accumulator import BatchBuilder, MessageAccumulator
+    from aiokafka.structs import TopicPartition
+
+    from sidecar.config import load_config
+    from sidecar.kafka.clients import KafkaClients
+
+    keys = ["bootstrap.servers=127.0.0.1:1", "input.topics=a", "output.topic=o"]
+    default = KafkaClients(load_config(None, keys, environ={})).producer(None)
+    assert isinstance(default._message_accumulator, MessageAccumulator)
+    assert default._message_accumulator._batch_ttl == 120.0
+    assert default._request_timeout_ms == 40_000, "requests themselves keep aiokafka's timeout"
+    forever = KafkaClients(load_config(None, [*keys, "delivery.timeout.ms=max"], environ={})).producer(None)
+    assert forever._message_accumulator._batch_ttl > 10**15
+    # The attribute is what the accumulator gives each new batch as its time to live.
+    batch = default._message_accumulator._append_batch(BatchBuilder(1024, 0), TopicPartition("o", 0))
+    assert batch._ttl == 120.0

@@ -12,9 +12,13 @@ from aiokafka.errors import (
     IllegalOperation,
     KafkaConnectionError,
     KafkaTimeoutError,
+    LeaderNotAvailableError,
+    NotCoordinatorForGroupError,
     NotLeaderForPartitionError,
     ProducerFenced,
+    RecordTooLargeError,
     TopicAuthorizationFailedError,
+    UnknownError,
 )
 
 from sidecar.config import load_config
@@ -23,7 +27,8 @@ from sidecar.core.deadletters import DeadLetterRatioExceeded
 from sidecar.core.timestamps import InvalidTimestampError
 from sidecar.kafka.admin import AdminError
 from sidecar.kafka.clients import ClientStartError
-from sidecar.service.failures import RULES, Action, ErrorHandler, Phase, decide, describe
+from sidecar.service.failures import RULES, Action, ErrorHandler, Phase, decide, describe, is_retriable
+from sidecar.service.health import Health
 from sidecar.service.supervisor import Failed, Restarting, RunControl
 
 ALO, EOS = "at_least_once", "exactly_once_v2"
@@ -116,14 +121,20 @@ CASES = {
     "a drain that cannot make the last output durable stops with exit 1": Case(
         KafkaTimeoutError(), Phase.STOP, ALO, SINGLE, Action.FATAL, "rather than claim a clean stop"
     ),
-    "an output batch the producer gave up on stops at least once": Case(
-        KafkaTimeoutError(), Phase.WRITE, ALO, SINGLE, Action.FATAL, "cannot be committed past"
+    "an output batch not delivered within the user's bound stops at least once": Case(
+        LeaderNotAvailableError(), Phase.WRITE, ALO, SINGLE, Action.FATAL, "past the user's bound"
+    ),
+    "an output batch the broker refused stops at least once": Case(
+        RecordTooLargeError(), Phase.WRITE, ALO, SINGLE, Action.FATAL, "the broker refused"
+    ),
+    "a retriable consumer error at least once starts again from the committed offsets": Case(
+        NotCoordinatorForGroupError(), Phase.MERGE, ALO, PARTITION, Action.RESTART, "ridden out"
     ),
     "any other client error at the first start stops": Case(
         KafkaTimeoutError(), Phase.START, ALO, SINGLE, Action.FATAL, "The first start"
     ),
     "any other client error stops": Case(
-        KafkaTimeoutError(), Phase.MERGE, ALO, SINGLE, Action.FATAL, "Any other client error"
+        UnknownError(), Phase.MERGE, ALO, SINGLE, Action.FATAL, "Any other client error"
     ),
 }
 
@@ -182,7 +193,7 @@ def handler(guarantee: str, grouping: str = SINGLE) -> ErrorHandler:
         ],
         environ={},
     )
-    return ErrorHandler(RunControl(asyncio.Event()), cfg)
+    return ErrorHandler(RunControl(asyncio.Event(), Health()), cfg)
 
 
 def test_the_handler_fails_the_run_with_the_rows_message() -> None:
@@ -190,7 +201,9 @@ def test_the_handler_fails_the_run_with_the_rows_message() -> None:
     assert errors.handle(KafkaTimeoutError(), Phase.WRITE, topic="o") is Action.FATAL
     state = errors.control.state
     assert isinstance(state, Failed)
-    assert str(state.error) == "writing to o failed: KafkaTimeoutError"
+    assert str(state.error) == (
+        "writing to o failed: not delivered within delivery.timeout.ms=120000: KafkaTimeoutError"
+    )
 
 
 def test_the_handler_restarts_the_run_and_the_first_outcome_stands(caplog: pytest.LogCaptureFixture) -> None:
@@ -201,3 +214,27 @@ def test_the_handler_restarts_the_run_and_the_first_outcome_stands(caplog: pytes
         assert errors.handle(KafkaTimeoutError(), Phase.CLOSE) is Action.LOG
     assert "closing a Kafka client failed" in caplog.text
     assert isinstance(errors.control.state, Restarting)
+
+
+def test_what_kafka_marks_retriable_and_timeouts_are_retriable() -> None:
+    assert is_retriable(LeaderNotAvailableError())
+    assert is_retriable(KafkaConnectionError())
+    assert is_retriable(KafkaTimeoutError())
+    assert not is_retriable(RecordTooLargeError())
+    assert not is_retriable(TopicAuthorizationFailedError())
+
+
+def test_a_restart_or_a_failed_commit_shows_as_degraded_health_until_the_cluster_answers() -> None:
+    errors = handler(ALO, PARTITION)
+    health = errors.control.health
+    assert health is not None
+    health.started()
+    errors.handle(NotLeaderForPartitionError(), Phase.COMMIT)
+    state, message = health.status()
+    assert state == "degraded"
+    assert message.startswith("commit failed, will be retried with later offsets: ")
+    health.contact()
+    assert health.status()[0] == "healthy"
+    errors.handle(NotCoordinatorForGroupError(), Phase.MERGE)
+    assert health.status()[0] == "degraded"
+    assert "restarting from the committed offsets" in health.status()[1]

@@ -93,11 +93,24 @@ class ScriptedPipeline:
         return {}
 
 
-def supervisor(script: list[Any]) -> Supervisor:
+class Ticks:
+    """A monotonic clock that moves ``step_s`` each time it is read."""
+
+    def __init__(self, step_s: float) -> None:
+        self.now = 0.0
+        self.step_s = step_s
+
+    def __call__(self) -> float:
+        self.now += self.step_s
+        return self.now
+
+
+def supervisor(script: list[Any], step_s: float = 1.0, bound: str = "120000") -> Supervisor:
     ScriptedPipeline.script = list(script)
     ScriptedPipeline.starts = []
-    cfg = load_config(None, ["bootstrap.servers=b:9092", "input.topics=a", "output.topic=o"], environ={})
-    return Supervisor(cfg, pipeline_factory=ScriptedPipeline, backoff_s=0)  # type: ignore[arg-type]
+    keys = ["bootstrap.servers=b:9092", "input.topics=a", "output.topic=o", f"delivery.timeout.ms={bound}"]
+    cfg = load_config(None, keys, environ={})
+    return Supervisor(cfg, pipeline_factory=ScriptedPipeline, backoff_s=0, clock=Ticks(step_s))  # type: ignore[arg-type]
 
 
 async def test_restarts_go_on_while_something_commits_in_between() -> None:
@@ -107,11 +120,25 @@ async def test_restarts_go_on_while_something_commits_in_between() -> None:
     assert ScriptedPipeline.starts == [False] + [True] * (MAX_RESTARTS + 3)
 
 
-async def test_restarts_that_keep_failing_with_nothing_committed_give_up() -> None:
-    s = supervisor([("restart", False)] * (MAX_RESTARTS + 1))
-    with pytest.raises(FatalError, match=f"gave up after {MAX_RESTARTS} restarts in a row"):
+async def test_restarts_that_keep_failing_with_nothing_committed_give_up_past_the_users_bound() -> None:
+    # One restart every 30 s: the 120 s bound is passed at the fifth, the count at the sixth.
+    s = supervisor([("restart", False)] * (MAX_RESTARTS + 1), step_s=30)
+    with pytest.raises(FatalError, match=r"gave up after 5 restarts in \d+ s with nothing committed"):
         await s.run()
     assert s.health.status()[0] == "unhealthy"
+
+
+async def test_restarts_within_the_users_bound_go_on_however_many() -> None:
+    # An outage ridden out by restarts every second: 60 of them are still within 120 s.
+    s = supervisor([("restart", False)] * 60 + ["stop"], step_s=1)
+    await s.run()
+    assert s.restarts == 60
+
+
+async def test_with_delivery_timeout_max_restarts_never_give_up() -> None:
+    s = supervisor([("restart", False)] * 30 + ["stop"], step_s=3600, bound="max")
+    await s.run()
+    assert s.restarts == 30
 
 
 async def test_a_failed_run_raises_its_error() -> None:
