@@ -264,4 +264,20 @@ class Pipeline:
             now = self.clock()
             for run in self.tasks:
                 self.metrics.observe_task(run.name, run.task.snapshot(now))
+            if self.spare:
+                await self._probe_cluster()
             await asyncio.sleep(GAUGE_INTERVAL_S)
+
+    @property
+    def spare(self) -> bool:
+        """A replica of a group that has no task for it (more replicas than tasks)."""
+        return self.config.task_grouping == "partition" and not self.tasks and self.control.running
+
+    async def _probe_cluster(self) -> None:
+        """A spare gets no fetch responses and writes nothing: a metadata round trip tells its
+        health that the cluster still answers (an idle member of a healthy group is healthy)."""
+        try:
+            await self.consumer.topics()
+        except CLIENT_ERRORS:
+            return
+        self.health.contact()

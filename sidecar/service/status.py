@@ -32,9 +32,21 @@ def pipeline_status(pipeline: Pipeline) -> dict[str, Any]:
         "processing_guarantee": cfg.processing_guarantee,
         "output_encoder": pipeline.encoder_name,
         "output": output_status(pipeline, now),
+        "role": role(pipeline),
         "tasks": {run.name: run.task.snapshot(now) for run in pipeline.tasks.sorted()},
         "config": cfg.redacted(),
     }
+
+
+def role(pipeline: Pipeline) -> str:
+    """What this replica does in its group, in one line."""
+    if pipeline.spare:
+        return (
+            f"spare: no task assigned (group {pipeline.config.effective_group_id} has more replicas "
+            "than tasks); healthy, and takes tasks over when another replica leaves"
+        )
+    names = ", ".join(run.name for run in pipeline.tasks.sorted())
+    return f"active: tasks {names}" if names else "starting"
 
 
 def output_status(pipeline: Pipeline, now: int) -> dict[str, Any]:

@@ -310,6 +310,7 @@ class FakeConsumer:
         self._facts: dict[TopicPartition, tuple[int, int, int]] = {}  # hw, lso, response time
         self._member: Member | None = None
         self.closed = False
+        self.metadata_requests = 0
 
     async def start(self) -> None:
         if not self.cluster.up:
@@ -330,6 +331,13 @@ class FakeConsumer:
 
     def assignment(self) -> set[TopicPartition]:
         return set(self._assigned)
+
+    async def topics(self) -> set[str]:
+        """A metadata round trip."""
+        if not self.cluster.up:
+            raise KafkaConnectionError("fake cluster is down")
+        self.metadata_requests += 1
+        return set(self.cluster.partitions)
 
     def _position(self, tp: TopicPartition) -> int:
         if tp not in self._positions:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from sidecar.config import SidecarConfig, load_config
+from sidecar.service.health import Health
 from sidecar.service.pipeline import Pipeline
 from sidecar.service.supervisor import FatalError, Supervisor
 from tests.fakes.kafka import FakeClients, FakeCluster, Stored
@@ -28,13 +29,10 @@ def config(inputs: Sequence[str] = ("a", "b"), **keys: object) -> SidecarConfig:
     return load_config(None, [f"{k}={v}" for k, v in base.items()], environ={})
 
 
-def sidecar(cluster: FakeCluster, cfg: SidecarConfig, clock: Callable[[], int] | None = None) -> Supervisor:
+def sidecar(cluster: FakeCluster, cfg: SidecarConfig, health: Health | None = None) -> Supervisor:
     """A supervisor whose pipelines talk to ``cluster``; restarts wait 10 ms instead of 1 s."""
-    clients = FakeClients(cluster, cfg)
-    factory = functools.partial(Pipeline, clients=clients)
-    if clock is not None:
-        factory = functools.partial(Pipeline, clients=clients, clock=clock)
-    return Supervisor(cfg, pipeline_factory=factory, backoff_s=0.01)
+    factory = functools.partial(Pipeline, clients=FakeClients(cluster, cfg))
+    return Supervisor(cfg, health=health, pipeline_factory=factory, backoff_s=0.01)
 
 
 async def run_until(

@@ -15,6 +15,8 @@ from aiokafka.errors import KafkaTimeoutError, NotLeaderForPartitionError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sidecar.service import pipeline as pipeline_module
+from sidecar.service.health import Health
 from sidecar.service.supervisor import Failed
 from tests.fakes.kafka import FakeCluster, FakeProducer
 
@@ -283,3 +285,66 @@ async def test_a_client_that_raises_cancelled_error_while_closing_does_not_end_t
         await asyncio.sleep(0.002)
     supervisor.request_stop()
     await asyncio.wait_for(running, 10)
+
+
+async def test_a_spare_replica_with_no_task_stays_healthy_and_says_it_is_a_spare(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """More replicas than tasks: the one left without a task hears nothing from fetches or acks,
+    yet the cluster answers it — it is healthy (a liveness probe must not restart it, which would
+    rebalance the group), and /status says why it holds nothing."""
+    monkeypatch.setattr(pipeline_module, "GAUGE_INTERVAL_S", 0.02)
+    cluster = FakeCluster()
+    cluster.create_topic("a", 1)
+    cluster.create_topic("b", 1)
+    cluster.produce("a", 0, range(1_000, 1_010))
+    cfg = config(task_grouping="partition")
+    replicas = [sidecar(cluster, cfg, Health(silence_s=0.2)) for _ in range(2)]
+    running = [asyncio.create_task(s.run()) for s in replicas]
+    await asyncio.sleep(0.6)
+    try:
+        idle = [s for s in replicas if not s.pipeline.tasks]
+        assert len(idle) == 1, "one replica holds the only task"
+        assert idle[0].pipeline.ctx.clients.consumers[0].metadata_requests > 5  # type: ignore[attr-defined]
+        status = idle[0].status()
+        assert status["role"].startswith("spare: no task assigned")
+        assert status["tasks"] == {}
+        assert idle[0].health.status()[0] == "healthy"
+    finally:
+        for s in replicas:
+            s.request_stop()
+        await asyncio.gather(*running)
+
+
+async def test_a_replica_that_loses_a_task_in_a_rebalance_drops_its_series_from_metrics(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gauges of partitions and tasks that moved away must leave /metrics: dashboards summing lag
+    over replicas would count them twice, and a stale watermark would seem to fall behind."""
+    monkeypatch.setattr(pipeline_module, "GAUGE_INTERVAL_S", 0.02)
+    cluster = FakeCluster()
+    cluster.create_topic("a", 2)
+    cluster.create_topic("b", 2)
+    for p in range(2):
+        cluster.produce("a", p, range(1_000, 1_010))
+    cfg = config(task_grouping="partition")
+    first = sidecar(cluster, cfg)
+    running = asyncio.create_task(first.run())
+    while len(first.pipeline.tasks) < 2 or b'task="1"' not in first.metrics.exposition():
+        await asyncio.sleep(0.01)
+    second = sidecar(cluster, cfg)
+    joined = asyncio.create_task(second.run())
+    try:
+        while len(first.pipeline.tasks) != 1:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        kept = next(iter(first.pipeline.tasks)).name
+        gone = "1" if kept == "0" else "0"
+        exposition = first.metrics.exposition().decode()
+        assert f'task="{gone}"' not in exposition
+        assert f'partition="{gone}"' not in exposition
+        assert f'partition="{kept}"' in exposition
+    finally:
+        for s in (first, second):
+            s.request_stop()
+        await asyncio.gather(running, joined)
