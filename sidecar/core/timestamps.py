@@ -73,6 +73,8 @@ class RecordTimestamp:
         return [r.timestamp for r in records]
 
     def explain(self, record: InputRecord) -> str:
+        if record.timestamp >= 0:
+            return "valid"
         return f"record timestamp {record.timestamp} is negative"
 
     def __repr__(self) -> str:
