@@ -93,10 +93,16 @@ class SidecarProcess:
         raise SidecarError(f"sidecar not healthy within {timeout_s} s:\n{self.log_tail()}")
 
     async def get(self, path: str) -> tuple[int, Any]:
+        return await self.request("GET", path)
+
+    async def request(
+        self, method: str, path: str, headers: Mapping[str, str] | None = None
+    ) -> tuple[int, Any]:
+        """An HTTP call to the sidecar: (status, JSON body or text)."""
         url = f"http://127.0.0.1:{self.http_port}{path}"
         async with (
             aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session,
-            session.get(url) as r,
+            session.request(method, url, headers=headers) as r,
         ):
             body = await r.json() if r.content_type == "application/json" else await r.text()
             return r.status, body

@@ -84,6 +84,9 @@ class SidecarConfig(BaseSettings):
     watermark_heartbeat_ms: int = Field(1000, ge=0)
     http_host: str = "127.0.0.1"
     http_port: int = Field(8080, ge=0, le=65535)
+    # A bearer token for the mutating endpoints (PUT /pause, PUT /resume, POST /restart); without
+    # it they answer only on loopback. Secret: from TIMESYNC_HTTP_AUTH_TOKEN, never shown.
+    http_auth_token: SecretStr = SecretStr("")
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     ssl_cafile: str = ""
     ssl_certfile: str = ""
@@ -436,5 +439,5 @@ def _one_line(
         raw = env.get(source[4:], "")
     else:
         raw = file_layer.get(field, first.get("input"))
-    shown = "********" if field.endswith("password") else repr(raw)
+    shown = "********" if key_of(field) in SECRET_KEYS else repr(raw)
     return f"config error: {key} = {shown} (from {source}): {message}"

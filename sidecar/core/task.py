@@ -182,6 +182,8 @@ class MergeTask:
         self._dead: list[tuple[int, DeadLetter]] = []
         self._next_batch = 0
         self._last_output_ms: int | None = None
+        #: While an operator holds the task (paused): the partitions it paused.
+        self._held: list[PartitionState] | None = None
         # Counters (Kafka Streams' meanings), read by snapshot() and the metrics.
         self.records_in = 0
         self.records_out = 0
@@ -303,6 +305,8 @@ class MergeTask:
     def poll(self, now_ms: int, max_records: int | None = None) -> Outcome:
         """What to do now: emit a batch, write a heartbeat, fetch, wait, or nothing."""
         cfg = self.config
+        if self._held is not None:
+            return Idle()
         if self._last_output_ms is None:
             self._last_output_ms = now_ms
         watermark = self._advance_watermarks(now_ms)
@@ -598,7 +602,10 @@ class MergeTask:
     # -- backpressure and commits ---------------------------------------------------------------
 
     def pause_hint(self, now_ms: int) -> PauseHint:
-        """Pause partitions holding ``buffered.records.per.partition`` or more; resume below half."""
+        """Pause partitions holding ``buffered.records.per.partition`` or more; resume below half.
+        Nothing changes while the task is held (see :meth:`hold`)."""
+        if self._held is not None:
+            return PauseHint()
         limit = self.config.buffered_records_per_partition
         to_pause, to_resume = [], []
         for p in self._parts:
@@ -610,6 +617,30 @@ class MergeTask:
                 resume(p, now_ms)
                 to_resume.append(p.tp)
         return PauseHint(tuple(to_pause), tuple(to_resume))
+
+    def hold(self, now_ms: int) -> tuple[TopicPartition, ...]:
+        """An operator paused the sidecar: until :meth:`release`, ``poll`` emits nothing and writes
+        no heartbeat (the watermark must not pass records held back), and every partition is
+        treated as paused — its idle clock frozen, its lag stale. Returns the partitions to pause
+        on the consumer (those not paused already for backpressure)."""
+        if self._held is not None:
+            return ()
+        self._held = [p for p in self._parts if not p.paused]
+        for p in self._held:
+            pause(p, now_ms)
+        return tuple(p.tp for p in self._held)
+
+    def release(self, now_ms: int) -> tuple[TopicPartition, ...]:
+        """The end of a :meth:`hold`: idle clocks go on with the time they had left. Returns the
+        partitions to resume on the consumer (backpressure may pause some again)."""
+        held, self._held = self._held or [], None
+        for p in held:
+            resume(p, now_ms)
+        return tuple(p.tp for p in held)
+
+    @property
+    def held(self) -> bool:
+        return self._held is not None
 
     def acked(self, batch_ids: Iterable[int]) -> dict[TopicPartition, int]:
         """Record acknowledged batches; return the input offsets that became safe to commit."""

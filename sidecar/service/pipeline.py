@@ -30,6 +30,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from aiokafka import TopicPartition as KafkaTopicPartition
+
 from sidecar.config import SidecarConfig
 from sidecar.core import Emit, Heartbeat, TopicPartition
 from sidecar.core.deadletters import DeadLetterRatioExceeded
@@ -91,6 +93,8 @@ class Pipeline:
         self.tasks = TaskRegistry(config, self.layout)
         self.delivery = make_delivery(ctx, self.tasks)
         self.encoder_name = "native" if native_available() else "python"
+        #: True once this start has connected and taken its tasks.
+        self.started = False
         self._consumer: Any = None
         self._feed: InputFeed | None = None
 
@@ -120,6 +124,7 @@ class Pipeline:
         """Connect, merge until the run state leaves ``Running``, finish as it says, close."""
         try:
             if await self._start():
+                self.started = True
                 self.health.started()
                 gauges = asyncio.create_task(self._gauge_loop())
                 try:
@@ -183,6 +188,7 @@ class Pipeline:
                 if not control.healthy:
                     break
                 now = self.clock()
+                self._apply_operator_pause(now)
                 try:
                     await self.feed.feed(fetched, at_seek)
                     for run in self.tasks:
@@ -192,6 +198,19 @@ class Pipeline:
                     await self.delivery.tick()
                 except LOOP_ERRORS as e:
                     self.errors.handle(e, Phase.MERGE)
+
+    def _apply_operator_pause(self, now: int) -> None:
+        """``PUT /pause``: hold every task (nothing goes out, no heartbeat: the watermark must not
+        pass records the sidecar is not reading; idle clocks frozen) and stop fetching, while the
+        loop goes on calling ``getmany`` so the consumer stays in its group. ``PUT /resume``:
+        release them. Tasks taken on in a rebalance while paused are held at once."""
+        paused = self.control.pause.paused
+        consumer = self.consumer
+        for run in self.tasks:
+            if paused and not run.task.held:
+                consumer.pause(*(KafkaTopicPartition(*tp) for tp in run.task.hold(now)))
+            elif not paused and run.task.held:
+                consumer.resume(*(KafkaTopicPartition(*tp) for tp in run.task.release(now)))
 
     def _fetch_wait_ms(self) -> int:
         wake = self.tasks.wake_at()
@@ -258,6 +277,42 @@ class Pipeline:
         self.errors.handle(error, Phase.CLOSE)
 
     # -- observation ----------------------------------------------------------------------------------
+
+    async def offsets(self) -> dict[str, Any] | None:
+        """``GET /offsets``: per input partition the group's committed offset, the end offset (the
+        last stable offset under exactly_once_v2) and the lag between them, and the task holding
+        it here; the output's end per partition. ``None`` before the start has connected."""
+        if not self.started:
+            return None
+        consumer = self.consumer
+        inputs = [KafkaTopicPartition(*tp) for tp in self.layout.all_input_partitions()]
+        output = [
+            KafkaTopicPartition(self.config.output_topic, p) for p in range(self.layout.output_partitions)
+        ]
+        committed = await asyncio.gather(*(consumer.committed(tp) for tp in inputs))
+        ends = await consumer.end_offsets([*inputs, *output])
+        rows = []
+        for tp, offset in zip(inputs, committed, strict=True):
+            end = ends.get(tp)
+            run = self.tasks.owner(tp)
+            rows.append(
+                {
+                    # Kafka Connect's shape for a sink connector's offsets, plus the end and lag.
+                    "partition": {"kafka_topic": tp.topic, "kafka_partition": tp.partition},
+                    "offset": {"kafka_offset": offset},
+                    "end_offset": end,
+                    "lag": None if offset is None or end is None else max(0, end - offset),
+                    "task": run.name if run is not None else None,
+                }
+            )
+        return {
+            "group": self.config.effective_group_id,
+            "offsets": rows,
+            "output": {
+                "topic": self.config.output_topic,
+                "partitions": [{"partition": tp.partition, "end_offset": ends.get(tp)} for tp in output],
+            },
+        }
 
     async def _gauge_loop(self) -> None:
         while True:

@@ -33,6 +33,7 @@ def pipeline_status(pipeline: Pipeline) -> dict[str, Any]:
         "output_encoder": pipeline.encoder_name,
         "output": output_status(pipeline, now),
         "role": role(pipeline),
+        "paused_since": pipeline.control.pause.since,
         "tasks": {run.name: run.task.snapshot(now) for run in pipeline.tasks.sorted()},
         "config": cfg.redacted(),
     }
@@ -40,6 +41,11 @@ def pipeline_status(pipeline: Pipeline) -> dict[str, Any]:
 
 def role(pipeline: Pipeline) -> str:
     """What this replica does in its group, in one line."""
+    if pipeline.control.pause.paused:
+        return (
+            "paused by an operator (PUT /resume to go on): nothing is fetched or written, no "
+            "heartbeat moves the watermark; the replica keeps its tasks and its group membership"
+        )
     if pipeline.spare:
         return (
             f"spare: no task assigned (group {pipeline.config.effective_group_id} has more replicas "

@@ -6,7 +6,8 @@ One start of the pipeline (:class:`~sidecar.service.pipeline.Pipeline`) connects
 merges until something ends it, and closes. What ended it is the run state, one value:
 
 * :class:`Running` — merging.
-* :class:`Stopping` — a stop was requested (SIGTERM, SIGINT): drain what is safe, commit, leave.
+* :class:`Stopping` — a stop was requested (SIGTERM, SIGINT): drain what is safe, commit, leave;
+  or an operator asked for a restart (``POST /restart``): drain the same way, then start again.
 * :class:`Restarting` — the clients cannot go on but a fresh start can (see
   :mod:`sidecar.service.failures`): close without draining and start again from the committed
   offsets. A stop requested meanwhile is remembered, and the process then leaves instead.
@@ -15,6 +16,8 @@ merges until something ends it, and closes. What ended it is the run state, one 
 Transitions, first come first served, except that a failure always wins::
 
     Running  --stop-->     Stopping
+    Running  --restart by an operator-->  Stopping(then_restart)
+    Stopping(then_restart) --stop-->     Stopping
     Running  --restart-->  Restarting
     Stopping --restart-->  Restarting     (the clients died while draining: nothing more to drain)
     any      --fail-->     Failed         (unless already Failed: the first failure is the one told)
@@ -63,7 +66,8 @@ class Running:
 
 @dataclass(frozen=True, slots=True)
 class Stopping:
-    pass
+    #: An operator's restart (``POST /restart``): drain as for a stop, then start again.
+    then_restart: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,17 +83,29 @@ class Failed:
 RunState = Running | Stopping | Restarting | Failed
 
 
+@dataclass
+class Pause:
+    """An operator's pause (``PUT /pause``): the process's, so it survives restarts."""
+
+    paused: bool = False
+    #: Wall-clock ms of the pause, for ``/status``.
+    since: int | None = None
+
+
 class RunControl:
     """The run state of one start, and the one way to change it.
 
     ``changed`` is set whenever the state leaves ``Running``, so that waits (a fetch, a backoff)
-    can end early. ``stop_requested`` survives restarts: it belongs to the process.
+    can end early. ``stop_requested`` and ``pause`` survive restarts: they belong to the process.
     """
 
-    def __init__(self, stop_requested: asyncio.Event, health: Health | None = None) -> None:
+    def __init__(
+        self, stop_requested: asyncio.Event, health: Health | None = None, pause: Pause | None = None
+    ) -> None:
         self.state: RunState = Running()
         self.stop_requested = stop_requested
         self.health = health
+        self.pause = pause if pause is not None else Pause()
         self.changed = asyncio.Event()
         if stop_requested.is_set():
             self.stop()
@@ -109,8 +125,16 @@ class RunControl:
 
     def stop(self) -> None:
         self.stop_requested.set()
-        if isinstance(self.state, Running):
+        if isinstance(self.state, Running) or self.state == Stopping(then_restart=True):
             self._enter(Stopping())
+
+    def restart_cleanly(self) -> bool:
+        """An operator's restart: drain, commit, start again from the committed offsets. ``False``
+        when the run is not running (stopping, restarting or failed already)."""
+        if not isinstance(self.state, Running):
+            return False
+        self._enter(Stopping(then_restart=True))
+        return True
 
     def restart(self, reason: str) -> None:
         if isinstance(self.state, Running | Stopping):
@@ -149,6 +173,7 @@ class Supervisor:
         self.metrics = metrics or Metrics()
         self.health = health or Health()
         self.stop_requested = asyncio.Event()
+        self.pause_state = Pause()
         self.backoff_s = backoff_s
         self.clock = clock
         self._factory: Callable[..., Pipeline] = pipeline_factory or Pipeline
@@ -160,7 +185,7 @@ class Supervisor:
             self.config,
             metrics=self.metrics,
             health=self.health,
-            control=RunControl(self.stop_requested, self.health),
+            control=RunControl(self.stop_requested, self.health, self.pause_state),
             restarting=restarting,
         )
 
@@ -170,6 +195,10 @@ class Supervisor:
 
     def request_stop(self) -> None:
         self.pipeline.control.stop()
+
+    def request_restart(self) -> bool:
+        """``POST /restart``: see :meth:`RunControl.restart_cleanly`."""
+        return self.pipeline.control.restart_cleanly()
 
     async def run(self) -> None:
         failures = 0
@@ -181,6 +210,11 @@ class Supervisor:
             state = pipeline.control.state
             if isinstance(state, Failed):
                 raise state.error
+            if state == Stopping(then_restart=True) and not self.stop_requested.is_set():
+                log.info("restarting from the committed offsets, as an operator asked")
+                self.restarts += 1
+                self.pipeline = self._new_pipeline(restarting=True)
+                continue
             if not isinstance(state, Restarting) or self.stop_requested.is_set():
                 return
             if pipeline.committed_any or failures == 0:
@@ -203,5 +237,43 @@ class Supervisor:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_requested.wait(), self.backoff_s)
 
+    def pause(self) -> None:
+        """``PUT /pause``: stop fetching and emitting, keep the group membership (see the pipeline)."""
+        if not self.pause_state.paused:
+            self.pause_state.paused = True
+            self.pause_state.since = int(time.time() * 1000)
+            log.info("paused by an operator: nothing is fetched or written until resumed")
+
+    def resume(self) -> None:
+        """``PUT /resume``."""
+        if self.pause_state.paused:
+            self.pause_state.paused = False
+            self.pause_state.since = None
+            log.info("resumed by an operator")
+
+    def state_name(self) -> str:
+        """The run state in Kafka Connect's words: RUNNING, PAUSED, RESTARTING, STOPPING, FAILED,
+        or UNASSIGNED for a replica with no task."""
+        state = self.state
+        if isinstance(state, Failed):
+            return "FAILED"
+        if isinstance(state, Restarting) or state == Stopping(then_restart=True) or self.restarting:
+            return "RESTARTING"
+        if isinstance(state, Stopping):
+            return "STOPPING"
+        if self.pause_state.paused:
+            return "PAUSED"
+        if self.pipeline.spare:
+            return "UNASSIGNED"
+        return "RUNNING"
+
+    @property
+    def restarting(self) -> bool:
+        """Between a restart's decision and the new start taking its tasks."""
+        return self.pipeline.restarting and not self.pipeline.started
+
+    async def offsets(self) -> dict[str, Any] | None:
+        return await self.pipeline.offsets()
+
     def status(self) -> dict[str, Any]:
-        return self.pipeline.status()
+        return {"state": self.state_name(), **self.pipeline.status()}

@@ -41,6 +41,8 @@ CONFIG_DEFAULTS: dict[str, str] = {
     "security.protocol": "",
 }
 CONFIG_KEYS = frozenset(CONFIG_DEFAULTS)
+# Secrets: never in a ConfigMap or values.yaml; they come from a Secret as TIMESYNC_* variables.
+SECRET_KEYS = frozenset({"http.auth.token"})
 # Passed through to the Kafka clients: any key under these prefixes.
 PASSTHROUGH_PREFIXES = ("ssl.", "sasl.")
 
