@@ -117,9 +117,11 @@ async def test_with_a_token_the_acting_endpoints_need_it_and_it_is_never_shown(
     try:
         await process.start()
         status, body = await process.request("PUT", "/pause")
-        assert status == 401 and body["error_code"] == 401
+        assert status == 401
+        assert body["error_code"] == 401
         status, body = await process.request("PUT", "/pause", {"Authorization": "Bearer nope"})
-        assert status == 403 and body["error_code"] == 403
+        assert status == 403
+        assert body["error_code"] == 403
         assert (await process.request("PUT", "/pause", {"Authorization": f"Bearer {token}"}))[0] == 202
         assert (await process.status())["state"] == "PAUSED"
         assert (await process.request("PUT", "/resume", {"Authorization": f"Bearer {token}"}))[0] == 202

@@ -31,7 +31,8 @@ def test_idle_clocks_are_frozen_while_held_and_go_on_with_the_time_they_had_left
     t.release(50_000)
     assert t.poll(50_100) == WaitUntil(50_600), "not enforced at once for the time spent held"
     out = t.poll(50_600)
-    assert isinstance(out, Emit) and out.enforced_from == 0
+    assert isinstance(out, Emit)
+    assert out.enforced_from == 0
 
 
 def test_backpressure_does_not_resume_a_partition_the_operator_holds() -> None:
