@@ -57,6 +57,8 @@ class SidecarConfig(BaseSettings):
     group_id: str = ""
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"
     task_grouping: Literal["single", "partition"] = "single"
+    # With task.grouping=single: refuse to start while another host runs the group (claim.py).
+    task_grouping_single_guard: bool = True
     max_task_idle_ms: int = 0
     buffered_records_per_partition: int = Field(1000, ge=1)
     timestamp_extractor: str = "record"

@@ -57,6 +57,8 @@ class TaskTransaction:
         "committing_since",
         "futures",
         "group_id",
+        "last_commit",
+        "last_offsets",
         "open",
         "opened_at",
         "opened_wall",
@@ -85,6 +87,9 @@ class TaskTransaction:
         self.batch_ids: list[int] = []
         self.futures: list[asyncio.Future[Any]] = []
         self.committed = 0
+        #: Input offsets committed so far, and when (monotonic) the last commit was.
+        self.last_offsets: dict[TopicPartition, int] = {}
+        self.last_commit = time.monotonic()
 
     async def start(self) -> None:
         """Connect and get the producer id: fences the id's previous owner, waits out its last
@@ -132,23 +137,35 @@ class TaskTransaction:
     def due(self, now_monotonic: float, interval_s: float) -> bool:
         return self.open and now_monotonic - self.opened_at >= interval_s
 
-    async def commit(self, acked: Callable[[list[int]], Mapping[TopicPartition, int]]) -> None:
+    async def commit(
+        self,
+        acked: Callable[[list[int]], Mapping[TopicPartition, int]],
+        metadata: str | None = None,
+        again: Mapping[TopicPartition, int] | None = None,
+    ) -> bool:
         """Wait for every write of the transaction, then commit it with the input offsets that
-        ``acked`` (the task's) gives for its batches."""
+        ``acked`` (the task's) gives for its batches — and ``again``, offsets committed before,
+        committed once more to renew their ``metadata`` (see :mod:`sidecar.service.claim`).
+        Returns whether new input offsets were committed."""
         self.committing_since = self.clock()
         try:
             self._check()
             await asyncio.gather(*self.futures)
-            offsets = acked(self.batch_ids)
+            new = acked(self.batch_ids)
+            offsets = {**(again or {}), **new}
             if offsets:
                 await self.producer.send_offsets_to_transaction(
-                    {KafkaTopicPartition(*tp): o for tp, o in offsets.items()}, self.group_id
+                    {KafkaTopicPartition(*tp): (o, metadata) if metadata else o for tp, o in offsets.items()},
+                    self.group_id,
                 )
             await self.producer.commit_transaction()
         finally:
             self.committing_since = None
         self.committed += 1
+        self.last_offsets.update(offsets)
+        self.last_commit = time.monotonic()
         self.forget()
+        return bool(new)
 
     async def abort(self, timeout_s: float) -> None:
         """Abort the open transaction, bounded in time; raises what the producer raised."""

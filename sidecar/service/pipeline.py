@@ -39,6 +39,7 @@ from sidecar.core.task import Idle, NeedFetch, WaitUntil
 from sidecar.core.timestamps import InvalidTimestampError
 from sidecar.kafka.clients import MAX_FETCH_WAIT_MS, ClientFactory, KafkaClients, close_quietly, connect
 from sidecar.output.encoder import native_available
+from sidecar.service import claim
 from sidecar.service.context import StartContext
 from sidecar.service.delivery import make_delivery
 from sidecar.service.failures import CLIENT_ERRORS, SETUP_ERRORS, Action, ErrorHandler, Phase
@@ -159,8 +160,14 @@ class Pipeline:
     async def _prepare_topics(self) -> TopicLayout:
         admin = self.ctx.clients.admin()
         try:
-            await connect(admin.start(), "the admin client", self.config.bootstrap_servers)
-            return await prepare_topics(admin, self.config)
+            cfg = self.config
+            await connect(admin.start(), "the admin client", cfg.bootstrap_servers)
+            layout = await prepare_topics(admin, cfg)
+            if cfg.task_grouping == "single":
+                guard = cfg.task_grouping_single_guard
+                committed = await claim.check(admin, cfg.effective_group_id, self.clock(), guard)
+                self.delivery.remember_committed(committed)
+            return layout
         finally:
             await close_quietly(admin.close(), self._close_failed)
 

@@ -14,6 +14,7 @@ CONFIG_DEFAULTS: dict[str, str] = {
     "group.id": "",
     "auto.offset.reset": "earliest",
     "task.grouping": "single",
+    "task.grouping.single.guard": "true",
     "max.task.idle.ms": "0",
     "buffered.records.per.partition": "1000",
     "timestamp.extractor": "record",

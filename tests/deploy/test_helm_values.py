@@ -36,7 +36,8 @@ def test_values_carry_the_sidecar_defaults() -> None:
     config = values()["config"]
     for key, default in CONFIG_DEFAULTS.items():
         if default and key != "security.protocol":
-            assert str(config[key]) == default, key
+            value = config[key]
+            assert (str(value).lower() if isinstance(value, bool) else str(value)) == default, key
 
 
 def test_values_cover_image_resources_probes_and_service_monitor() -> None:

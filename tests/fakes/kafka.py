@@ -40,7 +40,7 @@ from typing import Any
 
 from aiokafka.errors import IllegalStateError, KafkaConnectionError, ProducerFenced
 from aiokafka.record.default_records import DefaultRecordBatch
-from aiokafka.structs import ConsumerRecord, TopicPartition
+from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from sidecar.config import SidecarConfig
 from sidecar.core.stamping import (
@@ -111,6 +111,7 @@ class FakeCluster:
         self.partitions: dict[str, int] = {}
         self.configs: dict[str, dict[str, str]] = {}
         self.offsets: dict[str, dict[TopicPartition, int]] = {}
+        self.metadata: dict[str, dict[TopicPartition, str]] = {}
         self.members: dict[str, list[Member]] = {}
         self.epochs: dict[str, int] = {}
         self.producers: dict[str, FakeProducer] = {}
@@ -170,10 +171,13 @@ class FakeCluster:
 
     # -- commits and their check --------------------------------------------------------------------
 
-    def commit(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+    def commit(self, group: str, offsets: Mapping[TopicPartition, Any]) -> None:
+        """Offsets as ints or (offset, metadata) pairs, as aiokafka takes them."""
         durable = self._durable_sources()
-        for given, offset in offsets.items():
+        for given, value in offsets.items():
+            offset, metadata = value if isinstance(value, tuple) else (value, "")
             tp = TopicPartition(given.topic, given.partition)
+            self.metadata.setdefault(group, {})[tp] = metadata
             missing = [o for o in range(offset) if (tp.topic, tp.partition, o) not in durable]
             if missing:
                 self.violations.append(
@@ -489,7 +493,7 @@ class FakeProducer:
         self.broken: dict[TopicPartition, BaseException] = {}
         self.in_transaction = False
         self.written: list[Stored] = []
-        self._offsets: dict[str, dict[TopicPartition, int]] = {}
+        self._offsets: dict[str, dict[TopicPartition, Any]] = {}
         self.started = False
 
     async def start(self) -> None:
@@ -523,7 +527,7 @@ class FakeProducer:
             raise ProducerFenced()
         self.in_transaction = True
 
-    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, int], group_id: str) -> None:
+    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Any], group_id: str) -> None:
         if self.fenced:
             raise ProducerFenced()
         self._offsets.setdefault(group_id, {}).update(offsets)
@@ -585,6 +589,13 @@ class FakeAdmin:
             else:
                 out.append({"topic": t, "partitions": [{"partition": p} for p in range(n)], "error_code": 0})
         return out
+
+    async def list_consumer_group_offsets(self, group_id: str) -> dict[TopicPartition, Any]:
+        meta = self.cluster.metadata.get(group_id, {})
+        return {
+            tp: OffsetAndMetadata(offset, meta.get(tp, ""))
+            for tp, offset in self.cluster.offsets.get(group_id, {}).items()
+        }
 
     async def describe_cluster(self) -> dict[str, Any]:
         return {"brokers": [{"node_id": 0, "host": "fake", "port": 9092}], "controller_id": 0}

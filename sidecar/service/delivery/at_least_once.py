@@ -17,6 +17,7 @@ from aiokafka import TopicPartition as KafkaTopicPartition
 from sidecar.core import Emit, Heartbeat, TopicPartition
 from sidecar.kafka.clients import close_quietly, connect
 from sidecar.output.writer import OutputWriter
+from sidecar.service.claim import ClaimState
 from sidecar.service.delivery.base import (
     COMMIT_INTERVAL_S,
     DRAIN_TIMEOUT_S,
@@ -40,6 +41,9 @@ class AtLeastOnce(Delivery):
         self._consumer: AIOKafkaConsumer | None = None
         self._encoder_shared = self._encoder(False)
         self._to_commit: dict[TopicPartition, int] = {}
+        #: Offsets committed so far and when (monotonic): the claim renews them (single).
+        self._committed: dict[TopicPartition, int] = {}
+        self._last_commit = time.monotonic()
         self._committer: asyncio.Task[None] | None = None
 
     async def start(self, consumer: AIOKafkaConsumer) -> None:
@@ -93,21 +97,30 @@ class AtLeastOnce(Delivery):
     async def _commit_loop(self) -> None:
         while True:
             await asyncio.sleep(COMMIT_INTERVAL_S)
-            await self.commit_acked()
+            await self.commit_acked(again=self._claim_due(self._last_commit))
 
-    async def commit_acked(self) -> None:
+    async def commit_acked(self, state: ClaimState = "running", again: bool = False) -> None:
+        """Commit the offsets acknowledged outputs released; with ``again``, also the ones
+        committed before (to renew the single-task claim in their metadata)."""
         consumer = self._consumer
-        if not self._to_commit or consumer is None:
+        new, self._to_commit = self._to_commit, {}
+        offsets = {**self._committed_at_start, **self._committed, **new} if again else new
+        if not offsets or consumer is None:
+            self._to_commit = new
             return
-        offsets, self._to_commit = self._to_commit, {}
+        metadata = self._claim(state)
         try:
-            await consumer.commit({KafkaTopicPartition(*tp): o for tp, o in offsets.items()})
+            await consumer.commit(
+                {KafkaTopicPartition(*tp): (o, metadata) if metadata else o for tp, o in offsets.items()}
+            )
         except CLIENT_ERRORS as e:
             self.ctx.errors.handle(e, Phase.COMMIT)
-            for tp, offset in offsets.items():
+            for tp, offset in new.items():
                 self._to_commit.setdefault(tp, offset)
         else:
-            self.committed_any = True
+            self.committed_any = self.committed_any or bool(new)
+            self._committed.update(offsets)
+            self._last_commit = time.monotonic()
 
     async def _await_acks(self, runs: Iterable[TaskRun]) -> None:
         """Until every batch written for these tasks is acknowledged (or failed), bounded in time."""
@@ -136,10 +149,12 @@ class AtLeastOnce(Delivery):
 
     async def drain(self, runs: Sequence[TaskRun]) -> None:
         await self._commit_safe(runs)
+        if self.claims:
+            await self.commit_acked("stopped", again=True)
 
     async def abort(self, runs: Sequence[TaskRun]) -> None:
         """After a failure nothing is open; what was acknowledged before it is still committed."""
-        await self._commit_safe(runs)
+        await self.drain(runs)
 
     async def close(self, runs: Iterable[TaskRun]) -> None:
         if self._committer is not None:

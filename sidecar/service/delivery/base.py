@@ -8,16 +8,19 @@ partition) and a heartbeat, and keeps the output's activity for ``/status``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiokafka import AIOKafkaConsumer
 
-from sidecar.core import Emit, Heartbeat
+from sidecar.core import Emit, Heartbeat, TopicPartition
 from sidecar.kafka.transactions import TaskTransaction
 from sidecar.output.encoder import OutputEncoder, choose_encoder
 from sidecar.output.writer import OutputActivity, OutputWriter
+from sidecar.service import claim
+from sidecar.service.claim import ClaimState
 from sidecar.service.failures import Phase
 
 if TYPE_CHECKING:
@@ -55,6 +58,8 @@ class Delivery:
         self.config = ctx.config
         self.tasks = tasks
         self.activity = OutputActivity(ctx.clock)
+        self._owner = claim.owner()
+        self._committed_at_start: dict[TopicPartition, int] = {}
         #: True once a commit succeeded in this start (a restart that keeps failing gives up).
         self.committed_any = False
 
@@ -86,6 +91,26 @@ class Delivery:
         futures = await run.output.writer.send(self.config.output_topic, run.out_partition, encoded)
         self.ctx.metrics.heartbeats.inc()
         return futures
+
+    # -- the single-task claim (see sidecar.service.claim) ----------------------------------------
+
+    @property
+    def claims(self) -> bool:
+        """With ``task.grouping=single`` every commit carries the replica's claim."""
+        return self.config.task_grouping == "single"
+
+    def _claim(self, state: ClaimState = "running") -> str | None:
+        if not self.claims:
+            return None
+        return claim.encode(claim.Claim(self._owner, self.ctx.clock(), state))
+
+    def remember_committed(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """The group's committed offsets at start: the single-task claim renews them even before
+        this start commits anything."""
+        self._committed_at_start = dict(offsets)
+
+    def _claim_due(self, last_commit: float) -> bool:
+        return self.claims and time.monotonic() - last_commit >= claim.REFRESH_S
 
     def transactions(self, now_ms: int) -> dict[str, dict[str, Any]] | None:
         """Each task's transaction for ``/status`` (``None`` when there are none)."""

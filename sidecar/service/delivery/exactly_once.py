@@ -18,6 +18,7 @@ from sidecar.core import Emit, Heartbeat
 from sidecar.kafka.clients import connect
 from sidecar.kafka.transactions import TaskTransaction, transactional_id
 from sidecar.output.writer import OutputWriter
+from sidecar.service.claim import ClaimState
 from sidecar.service.delivery.base import (
     COMMIT_INTERVAL_S,
     DRAIN_TIMEOUT_S,
@@ -44,6 +45,7 @@ class ExactlyOnce(Delivery):
         # Not patient: under exactly_once_v2 a producer that gave up is replaced by a restart.
         writer = OutputWriter(producer, stopping=self.ctx.control.changed, activity=self.activity)
         txn = TaskTransaction(producer, writer, txn_id, cfg.effective_group_id, self.ctx.clock)
+        txn.last_offsets.update(self._committed_at_start)  # single: its one task has them all
         return TaskOutput(writer, self._encoder(True), txn)
 
     async def open(self, runs: Sequence[TaskRun], phase: Phase) -> None:
@@ -88,12 +90,25 @@ class ExactlyOnce(Delivery):
             return
         now = time.monotonic()
         due = [r for r in self.tasks if r.output.txn is not None and r.output.txn.due(now, COMMIT_INTERVAL_S)]
+        if self.claims:  # a quiet single task still renews its claim, in an offsets-only transaction
+            due += [
+                r
+                for r in self.tasks
+                if r.output.txn is not None
+                and not r.output.txn.open
+                and r.output.txn.last_offsets
+                and self._claim_due(r.output.txn.last_commit)
+            ]
         for run, error in await self._commit(due):
             self._failed(run, error, Phase.COMMIT)
 
-    async def _commit(self, runs: Sequence[TaskRun]) -> list[tuple[TaskRun, BaseException]]:
-        """Commit these tasks' open transactions concurrently; the ones that failed, with their errors."""
-        results = await asyncio.gather(*(self._commit_one(run) for run in runs), return_exceptions=True)
+    async def _commit(
+        self, runs: Sequence[TaskRun], state: ClaimState = "running"
+    ) -> list[tuple[TaskRun, BaseException]]:
+        """Commit these tasks' transactions concurrently; the ones that failed, with their errors."""
+        results = await asyncio.gather(
+            *(self._commit_one(run, state) for run in runs), return_exceptions=True
+        )
         failed = []
         for run, result in zip(runs, results, strict=True):
             if isinstance(result, asyncio.CancelledError):
@@ -102,11 +117,15 @@ class ExactlyOnce(Delivery):
                 failed.append((run, result))
         return failed
 
-    async def _commit_one(self, run: TaskRun) -> None:
+    async def _commit_one(self, run: TaskRun, state: ClaimState = "running") -> None:
+        """Commit the task's transaction (opening one to renew the single-task claim if none is
+        open); the claim's offsets are committed again when it is due or the task stops."""
         txn = run.output.txn
         assert txn is not None
-        await txn.commit(run.task.acked)
-        self.committed_any = True
+        again = txn.last_offsets if state == "stopped" or self._claim_due(txn.last_commit) else None
+        await txn.begin()
+        if await txn.commit(run.task.acked, self._claim(state), again):
+            self.committed_any = True
         self.ctx.health.contact()
 
     async def hand_back(self, runs: Sequence[TaskRun]) -> None:
@@ -129,8 +148,13 @@ class ExactlyOnce(Delivery):
             await txn.close(DRAIN_TIMEOUT_S, self._close_failed)
 
     async def drain(self, runs: Sequence[TaskRun]) -> None:
-        open_runs = [r for r in runs if r.output.txn is not None and r.output.txn.open]
-        for run, error in await self._commit(open_runs):
+        """Commit what is open; a single task also leaves its claim as stopped."""
+        closing = [
+            r
+            for r in runs
+            if r.output.txn is not None and (r.output.txn.open or (self.claims and r.output.txn.last_offsets))
+        ]
+        for run, error in await self._commit(closing, "stopped" if self.claims else "running"):
             if self._failed(run, error, Phase.STOP) is Action.TASK_LOST:
                 assert run.output.txn is not None
                 run.output.txn.forget()
