@@ -48,7 +48,7 @@ test-chaos: $(STAMP_PY) $(STAMP_JARS)
 lint: $(STAMP_PY)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy --strict sidecar spark_consumer
+	$(PY) -m mypy --strict sidecar spark_consumer testkit
 
 format: $(STAMP_PY)
 	$(PY) -m ruff format .

@@ -21,11 +21,12 @@ def run_bench(quick: bool, out: Path, seed: int, workloads: list[str] | None, sp
     import time
 
     from bench import harness, report
-    from bench.local_broker import kafka
+    from bench import plan as bench_plan
     from bench.progress import console
+    from testkit.local_broker import kafka
 
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    plan = harness.plan(quick, seed, workloads, spark)
+    plan = bench_plan.plan(quick, seed, workloads, spark)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     console.print("[bold]timesync bench[/]: starting the broker (KAFKA_BOOTSTRAP_SERVERS or a local one)…")

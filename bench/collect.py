@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from bench import kafka_io
 from bench.analysis import Inputs, Output
-from bench.workloads import Event
 from sidecar.kafka.admin import TopicSpec
 from sidecar.output.writer import MAX_MESSAGE_BYTES
+from testkit import kafka_io
+from testkit.workloads import Event
 
 ID = "bench.id"
 END = "bench.end"

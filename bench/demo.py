@@ -29,12 +29,12 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from rich.table import Table
 
-from bench import kafka_io, workloads
-from bench.local_broker import kafka
 from bench.progress import console, track
-from bench.sidecar_process import SidecarProcess
 from sidecar.core.stamping import SOURCE_OFFSET, SOURCE_PARTITION, SOURCE_TOPIC
 from sidecar.kafka.admin import TopicSpec
+from testkit import kafka_io, workloads
+from testkit.local_broker import kafka
+from testkit.sidecar_process import SidecarProcess
 
 IMPRESSIONS, CLICKS, ORDERED = "demo.impressions", "demo.clicks", "demo.ordered"
 #: The raw inputs as one topic, in the order the plain consumer received them.

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench import workloads
-from bench.workloads import Event
+from testkit import workloads
+from testkit.workloads import Event
 
 NAMES = ("steady", "skewed", "iot", "lagging", "quiet", "log-append")
 

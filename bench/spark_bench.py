@@ -50,14 +50,15 @@ import numpy as np
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from bench import analysis, collect, kafka_io
+from bench import analysis, collect
 from bench.progress import console, track
 from bench.systems import SystemSpec, running
-from bench.workloads import Event
 from sidecar.kafka.admin import TopicSpec
+from testkit import kafka_io
+from testkit.workloads import Event
 
 if TYPE_CHECKING:
-    from bench.harness import Plan
+    from bench.plan import Plan
 
 WATERMARK_DELAY_MS = 1000
 WINDOW_MS = 2000

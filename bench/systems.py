@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bench.peers.kafka_streams import KafkaStreamsPeer
-from bench.processes import spawn_logged, terminate
-from bench.sidecar_process import SidecarProcess
+from testkit.processes import spawn_logged, terminate
+from testkit.sidecar_process import SidecarProcess
 
 Kind = Literal["passthrough", "timesync", "kafka-streams", "optimum"]
 IDLE_VALUES = ("-1", "0", "100", "1000", "max")

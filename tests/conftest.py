@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from bench.local_broker import load_launcher
+from testkit.local_broker import load_launcher
 
 if TYPE_CHECKING:
     from tests.secure_broker import SecureBroker

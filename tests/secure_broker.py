@@ -2,7 +2,7 @@
 
 The session fixture ``secure_broker`` (``tests/conftest.py``) starts one :class:`SecureBroker`
 the first time a test asks for it. Its client-setting helpers return keyword arguments for
-aiokafka's producer, consumer and admin client (and so for ``bench.kafka_io``), so a test reads
+aiokafka's producer, consumer and admin client (and so for ``testkit.kafka_io``), so a test reads
 ``produce(broker.sasl_bootstrap, events, **broker.sasl_client())``.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from aiokafka.helpers import create_ssl_context
 
-from bench.local_broker import load_launcher
+from testkit.local_broker import load_launcher
 from tests.security_certs import TlsFiles, make_tls_files
 
 SCRAM_USER = "timesync"

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
 
-from bench.processes import terminate
+from testkit.processes import terminate
 
 PEER_DIR = Path(__file__).resolve().with_name("kafka-streams")
 POM = PEER_DIR / "pom.xml"

@@ -1,6 +1,6 @@
 """Demo producer for ``deploy/compose.yaml``: a fast topic beside a slow, bursty one, forever.
 
-Each round writes ``bench.workloads.skewed`` live (paced at the records' arrival times): the
+Each round writes ``testkit.workloads.skewed`` live (paced at the records' arrival times): the
 fast topic at a steady rate, the slow topic held back and written in bursts, so its records
 arrive long after faster records with later event times — the disorder timesync undoes.
 
@@ -17,7 +17,7 @@ import contextlib
 import sys
 import time
 
-from bench import kafka_io, workloads
+from testkit import kafka_io, workloads
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -18,8 +18,8 @@ import jsonschema
 import pytest
 import yaml
 
-from bench.kafka_io import create_topics, read_topics
 from sidecar.kafka.admin import TopicSpec
+from testkit.kafka_io import create_topics, read_topics
 from tests.deploy.conftest import DEPLOY, REPO, parse_properties, run
 from tests.deploy.contract import env_name, is_config_key
 

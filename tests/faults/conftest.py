@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.local_broker import load_launcher
+from testkit.local_broker import load_launcher
 
 SIZE_ENV = "FAULTS_SIZE"
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from bench.ordered import Ordered
+from testkit.ordered import Ordered
 
 Source = tuple[str, int, int]
 #: Headers that a restart recomputes (DESIGN: "a restart recomputes them") or that depend on

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import kafka_io, ordered
-from bench.sidecar_process import SidecarProcess
-from bench.workloads import steady
 from sidecar.kafka.admin import TopicSpec
+from testkit import kafka_io, ordered
+from testkit.sidecar_process import SidecarProcess
+from testkit.workloads import steady
 
 from .conftest import Size
 from .delivery import check, end_offsets, per_partition, table_row, wait_committed

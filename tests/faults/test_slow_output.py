@@ -26,11 +26,11 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from bench import kafka_io, ordered
-from bench.sidecar_process import SidecarProcess
-from bench.workloads import steady
 from sidecar.kafka.admin import TopicSpec
 from sidecar.service.pipeline import MAX_EMIT_RECORDS
+from testkit import kafka_io, ordered
+from testkit.sidecar_process import SidecarProcess
+from testkit.workloads import steady
 
 from .conftest import Size
 from .delivery import check, per_partition, table_row, wait_committed

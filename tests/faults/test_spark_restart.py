@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from bench import kafka_io
+from testkit import kafka_io
 from tests.spark.ordered_topic import OrderedRecord, Stamper, create_ordered_topic, produce_async
 
 from .conftest import Size

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.sidecar_process import SidecarProcess
+from testkit.sidecar_process import SidecarProcess
 
 StartSidecar = Callable[..., Awaitable[SidecarProcess]]
 

@@ -31,8 +31,8 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.errors import InvalidTimestampError
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench import kafka_io, ordered
 from sidecar.kafka.admin import TopicSpec
+from testkit import kafka_io, ordered
 
 from .conftest import StartSidecar
 

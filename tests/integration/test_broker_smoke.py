@@ -9,8 +9,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.structs import OffsetAndMetadata
 
-from bench.kafka_io import create_topics, read_topics
 from sidecar.kafka.admin import TopicSpec
+from testkit.kafka_io import create_topics, read_topics
 
 pytestmark = pytest.mark.broker
 

@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 from aiokafka.structs import ConsumerRecord
 
-from bench.kafka_io import create_topics, produce, read_topics
 from bench.peers.kafka_streams import IdleMs, KafkaStreamsPeer, PeerError, build
-from bench.workloads import Event
 from sidecar.kafka.admin import TopicSpec
+from testkit.kafka_io import create_topics, produce, read_topics
+from testkit.workloads import Event
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 

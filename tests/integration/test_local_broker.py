@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.kafka_io import create_topics, produce, read_topics
-from bench.workloads import Event
 from sidecar.kafka.admin import TopicSpec
+from testkit.kafka_io import create_topics, produce, read_topics
+from testkit.workloads import Event
 from tests.unit.test_local_kafka_launcher import run_launcher
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]

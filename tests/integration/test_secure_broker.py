@@ -21,9 +21,9 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaConnectionError
 
-from bench.kafka_io import create_topics, produce, read_topics
-from bench.workloads import Event
 from sidecar.kafka.admin import TopicSpec
+from testkit.kafka_io import create_topics, produce, read_topics
+from testkit.workloads import Event
 from tests.secure_broker import SecureBroker
 from tests.security_certs import make_tls_files
 from tests.unit.test_local_kafka_launcher import run_launcher

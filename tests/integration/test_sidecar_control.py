@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bench import kafka_io, ordered
-from bench.sidecar_process import SidecarProcess
-from bench.workloads import Event
 from sidecar.kafka.admin import TopicSpec
+from testkit import kafka_io, ordered
+from testkit.sidecar_process import SidecarProcess
+from testkit.workloads import Event
 
 from .conftest import StartSidecar, stop_and_show
 

@@ -10,9 +10,9 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from bench import kafka_io, ordered
-from bench.workloads import Event
 from sidecar.kafka.admin import TopicSpec
+from testkit import kafka_io, ordered
+from testkit.workloads import Event
 
 from .conftest import StartSidecar
 

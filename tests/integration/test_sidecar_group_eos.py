@@ -21,10 +21,10 @@ from collections.abc import Callable
 
 import pytest
 
-from bench import kafka_io, ordered
-from bench.sidecar_process import SidecarProcess
-from bench.workloads import steady
 from sidecar.kafka.admin import TopicSpec
+from testkit import kafka_io, ordered
+from testkit.sidecar_process import SidecarProcess
+from testkit.workloads import steady
 from tests.faults.delivery import check, end_offsets, per_partition, wait_committed
 
 from .conftest import StartSidecar

@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
-from bench import kafka_io, ordered
-from bench.workloads import Event
 from sidecar.kafka.admin import TopicSpec
+from testkit import kafka_io, ordered
+from testkit.workloads import Event
 
 from .conftest import StartSidecar
 

@@ -23,10 +23,10 @@ import aiohttp
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from bench import kafka_io, ordered
-from bench.sidecar_process import SidecarProcess
-from bench.workloads import Event
 from sidecar.kafka.admin import TopicSpec
+from testkit import kafka_io, ordered
+from testkit.sidecar_process import SidecarProcess
+from testkit.workloads import Event
 from tests.secure_broker import SecureBroker
 
 from .conftest import StartSidecar, stop_and_show

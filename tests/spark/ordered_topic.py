@@ -17,9 +17,9 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
-from bench.kafka_io import create_topics
 from sidecar.core import Emit, Record, stamping
 from sidecar.kafka.admin import TopicSpec
+from testkit.kafka_io import create_topics
 
 
 @dataclass(frozen=True, slots=True)

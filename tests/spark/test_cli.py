@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from bench.kafka_io import read_topics
 from spark_consumer.cli import main
+from testkit.kafka_io import read_topics
 from tests.spark import ordered_topic
 from tests.spark.ordered_topic import Stamper
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.local_broker import REPO, load_launcher
+from testkit.local_broker import REPO, load_launcher
 
 LAUNCHER = REPO / "deploy" / "local" / "kafka.py"
 

@@ -30,11 +30,11 @@ sys.path.insert(0, str(REPO))
 
 from aiokafka import AIOKafkaConsumer, TopicPartition  # noqa: E402
 
-from bench.kafka_io import create_topics, produce, read_topics  # noqa: E402
-from bench.local_broker import kafka  # noqa: E402
 from bench.peers import kafka_streams as ks  # noqa: E402
-from bench.workloads import Event  # noqa: E402
 from sidecar.kafka.admin import TopicSpec  # noqa: E402
+from testkit.kafka_io import create_topics, produce, read_topics  # noqa: E402
+from testkit.local_broker import kafka  # noqa: E402
+from testkit.workloads import Event  # noqa: E402
 
 
 def _timed_build(clean: bool, maven_repo: str | None = None) -> float:

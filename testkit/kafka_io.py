@@ -11,8 +11,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.structs import ConsumerRecord
 
-from bench.workloads import Event
 from sidecar.kafka.admin import AdminError, TopicSpec, ensure_topics, wait_for_partitions
+from testkit.workloads import Event
 
 Progress = Callable[[int], None]
 

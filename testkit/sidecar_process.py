@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 
-from bench.processes import spawn_logged, terminate
+from testkit.processes import spawn_logged, terminate
 
 
 def free_port() -> int:
