@@ -121,8 +121,9 @@ def encode_stamped(
 ):
     """Append ``records[start:]``, stamped, to ``buffer`` (an empty batch: header bytes only).
 
-    Stops before the record that would take the buffer past ``batch_size`` — the first record
-    always goes in, however large, as with aiokafka's builder. ``stream_time`` is the stream
+    Stops before the record that would take the buffer to ``batch_size`` or past it (aiokafka's
+    C builder keeps a batch strictly below ``batch_size``) — the first record always goes in,
+    however large, as with aiokafka's builder. ``stream_time`` is the stream
     time before ``records[start]``; ``late`` a set of indices into ``records`` or ``None``;
     records at ``enforced_from`` and after are marked enforced.
 
@@ -210,7 +211,7 @@ def encode_stamped(
                 + (enforced_size if is_enforced else 0)
             )
             total = _varint_size(body) + body
-            if count > 0 and used + total > batch_size:
+            if count > 0 and used + total >= batch_size:
                 break
 
             if used + total > room:
