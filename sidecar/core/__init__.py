@@ -18,7 +18,14 @@ from sidecar.core.records import (
     TopicPartition,
 )
 from sidecar.core.task import Heartbeat, Idle, MergeTask, NeedFetch, Outcome, PauseHint, TaskConfig, WaitUntil
-from sidecar.core.timestamps import InvalidTimestampError, JsonTimestamp, RecordTimestamp, parse_extractor
+from sidecar.core.timestamps import (
+    BrokerTimestampLimits,
+    InvalidTimestampError,
+    JsonTimestamp,
+    RecordTimestamp,
+    RefusedTimestampError,
+    parse_extractor,
+)
 
 __all__ = [
     "CREATE_TIME",
@@ -26,6 +33,7 @@ __all__ = [
     "IDLE_FOREVER",
     "LOG_APPEND_TIME",
     "UNKNOWN",
+    "BrokerTimestampLimits",
     "DeadLetter",
     "Emit",
     "Heartbeat",
@@ -40,6 +48,7 @@ __all__ = [
     "PauseHint",
     "Record",
     "RecordTimestamp",
+    "RefusedTimestampError",
     "TaskConfig",
     "TopicPartition",
     "Verdict",

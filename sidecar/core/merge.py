@@ -59,7 +59,7 @@ class PartitionState:
         "watermark_policy",
     )
 
-    def __init__(self, tp: TopicPartition, index: int, rank: int, policy: PartitionWatermark | None) -> None:
+    def __init__(self, tp: TopicPartition, index: int, rank: int, policy: PartitionWatermark) -> None:
         self.tp = tp
         self.index = index
         self.rank = rank

@@ -54,21 +54,45 @@ class Verdict(enum.IntEnum):
     PAUSED = 4
 
 
-def empty_partition_verdict(p: PartitionState, now_ms: int, idle_ms: int) -> Verdict:
-    """Judge an *empty* partition at ``now_ms``; starts or clears its idle deadline as Kafka does."""
+def judge(p: PartitionState, now_ms: int, idle_ms: int) -> Verdict:
+    """The verdict on an *empty* partition at ``now_ms``, without changing anything (for
+    ``/status``); :func:`empty_partition_verdict` is the same rule, applied."""
     if p.paused:
         return Verdict.PAUSED
     if p.lag is None:
-        p.deadline = None
         return Verdict.LAG_UNKNOWN
     if p.lag > 0:
-        p.deadline = None
         return Verdict.LAG_ON_BROKER
     if idle_ms >= IDLE_FOREVER:
         return Verdict.IDLING
-    if p.deadline is None:
+    deadline = p.deadline if p.deadline is not None else now_ms + idle_ms
+    return Verdict.IDLING if now_ms < deadline else Verdict.PASSED
+
+
+def empty_partition_verdict(p: PartitionState, now_ms: int, idle_ms: int) -> Verdict:
+    """Judge an *empty* partition at ``now_ms``; starts or clears its idle deadline as Kafka does."""
+    verdict = judge(p, now_ms, idle_ms)
+    if verdict in (Verdict.LAG_UNKNOWN, Verdict.LAG_ON_BROKER):
+        p.deadline = None
+    elif p.deadline is None and verdict is not Verdict.PAUSED and idle_ms < IDLE_FOREVER:
         p.deadline = now_ms + idle_ms
-    return Verdict.IDLING if now_ms < p.deadline else Verdict.PASSED
+    return verdict
+
+
+def explain(verdict: Verdict, p: PartitionState, now_ms: int, idle_ms: int) -> str | None:
+    """Why an empty partition holds its task back (``None`` when it does not), for ``/status``."""
+    if verdict is Verdict.PASSED:
+        return None
+    if verdict is Verdict.PAUSED:
+        return "paused; its lag is stale until resumed"
+    if verdict is Verdict.LAG_UNKNOWN:
+        return "lag unknown: no fetch response yet"
+    if verdict is Verdict.LAG_ON_BROKER:
+        return f"lag {p.lag} on the broker, not fetched yet"
+    if idle_ms >= IDLE_FOREVER:
+        return "idling: caught up, and max.task.idle.ms=max waits for data forever"
+    until = p.deadline if p.deadline is not None else now_ms + idle_ms
+    return f"idling until {until} (caught up; max.task.idle.ms={idle_ms})"
 
 
 def pause(p: PartitionState, now_ms: int) -> None:

@@ -24,7 +24,7 @@ gives the same output record for record.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -42,14 +42,14 @@ from sidecar.core.merge import (
 )
 from sidecar.core.readiness import (
     IDLE_DISABLED,
-    IDLE_FOREVER,
     Verdict,
     empty_partition_verdict,
+    explain,
+    judge,
     pause,
     resume,
 )
 from sidecar.core.records import (
-    LOG_APPEND_TIME,
     UNKNOWN,
     DeadLetter,
     Emit,
@@ -58,13 +58,15 @@ from sidecar.core.records import (
     TopicPartition,
 )
 from sidecar.core.timestamps import (
+    BrokerTimestampLimits,
     ErrorTolerance,
     InvalidPolicy,
     InvalidTimestampError,
     RecordTimestamp,
+    RefusedTimestampError,
     TimestampExtractor,
 )
-from sidecar.core.watermarks import TaskWatermark, WatermarkPolicyName, make_policy
+from sidecar.core.watermarks import PartitionWatermark, TaskWatermark, WatermarkPolicyName, make_policy
 
 LatePolicy = Literal["forward", "drop", "topic"]
 
@@ -87,6 +89,8 @@ class TaskConfig:
     watermark_window_ms: int = 60000
     watermark_idle_epsilon_ms: int = 2000
     watermark_heartbeat_ms: int = 1000
+    #: What the output topic's broker accepts (``None``: anything — a LogAppendTime output).
+    output_limits: BrokerTimestampLimits | None = None
 
     def __post_init__(self) -> None:
         if self.max_task_idle_ms < IDLE_DISABLED:
@@ -150,8 +154,12 @@ class MergeTask:
     ) -> None:
         """``topic_order`` is ``input.topics`` (the tie-break order); by default, first appearance.
 
-        ``log_append_time_topics`` tells the ``auto`` watermark policy which topics the broker
-        stamps; without it, the first record's timestamp type decides.
+        ``log_append_time_topics`` are the inputs the broker stamps (``message.timestamp.type=
+        LogAppendTime``, which the adapter reads at start): under ``watermark.policy=auto`` their
+        partitions get the log-append-time watermark, every other partition bounded-delay. The
+        policy is decided here, for every partition, so that a partition that never receives a
+        record still has a watermark once a fetch shows it caught up (a quiet input must not
+        freeze the task watermark).
         """
         if not partitions:
             raise ValueError("a task needs at least one input partition")
@@ -192,13 +200,11 @@ class MergeTask:
         self.heartbeats = 0
         self.dropped: Counter[str] = Counter()
 
-    def _policy_for(self, tp: TopicPartition, lat_topics: Collection[str]) -> Any:
+    def _policy_for(self, tp: TopicPartition, log_append_time_topics: Collection[str]) -> PartitionWatermark:
         cfg = self.config
-        if cfg.watermark_policy == "auto" and tp.topic not in lat_topics:
-            return None  # decided by the first record's timestamp type
         return make_policy(
             cfg.watermark_policy,
-            cfg.extractor.uses_record_time,
+            cfg.extractor.uses_record_time and tp.topic in log_append_time_topics,
             cfg.watermark_max_delay_ms,
             cfg.watermark_window_ms,
             cfg.watermark_idle_epsilon_ms,
@@ -220,15 +226,6 @@ class MergeTask:
         if not records:
             return
         p = self._part(tp)
-        if p.watermark_policy is None:
-            cfg = self.config
-            p.watermark_policy = make_policy(
-                "auto",
-                cfg.extractor.uses_record_time and records[0].timestamp_type == LOG_APPEND_TIME,
-                cfg.watermark_max_delay_ms,
-                cfg.watermark_window_ms,
-                cfg.watermark_idle_epsilon_ms,
-            )
         if p.start_offset is None:
             p.start_offset = records[0].offset
         was_empty = p.head == len(p.timestamps)
@@ -254,7 +251,11 @@ class MergeTask:
         keep: list[InputRecord] = []
         keep_ts: list[int] = []
         failed_at: list[int] = []
-        known_time = max((t for t in p.timestamps[p.head :]), default=p.partition_time)
+        # Kafka Streams' partition time for a record: the largest timestamp before it in its
+        # partition — taken already, still buffered, or earlier in this push.
+        known_time = max(p.timestamps[p.head :], default=p.partition_time)
+        if p.partition_time is not None and (known_time is None or p.partition_time > known_time):
+            known_time = p.partition_time
         for i, (record, ts) in enumerate(zip(records, timestamps, strict=True)):
             if ts >= 0:
                 keep.append(record)
@@ -329,14 +330,16 @@ class MergeTask:
             return self._take(now_ms, watermark, enforced, max_records or _NO_BOUND)
         if self._dead:
             return self._batch(now_ms, watermark, self._stream_time, [], [], 0, [], [], [], 0, {})
+        # A heartbeat is a real deadline only with a watermark to carry that the output topic
+        # accepts: while the watermark is unknown only new facts (a fetch, data) can change it,
+        # so there is nothing to wake up for.
         heartbeat_at = None
-        if cfg.watermark_heartbeat_ms > 0:
+        if cfg.watermark_heartbeat_ms > 0 and watermark >= 0 and self._writable(watermark, now_ms):
             heartbeat_at = self._last_output_ms + cfg.watermark_heartbeat_ms
-            if now_ms >= heartbeat_at and watermark >= 0:
+            if now_ms >= heartbeat_at:
                 self._last_output_ms = now_ms
                 self.heartbeats += 1
                 return Heartbeat(watermark)
-            heartbeat_at = max(heartbeat_at, now_ms + 1)
         if not self._heap:
             return Idle(heartbeat_at)
         wake = (
@@ -353,9 +356,6 @@ class MergeTask:
         values: list[int | None] = []
         for p in self._parts:
             policy = p.watermark_policy
-            if policy is None:
-                values.append(None)
-                continue
             caught_up = p.caught_up_at if p.lag == 0 and p.head == len(p.timestamps) else None
             value = policy.compute(now_ms, caught_up)
             if value is not None:
@@ -427,11 +427,21 @@ class MergeTask:
             low, high = p.timestamps[h], p.timestamps[end - 1]
             if p.partition_time is None or high > p.partition_time:
                 p.partition_time = high
-            if p.watermark_policy is not None:
-                p.watermark_policy.on_take(low, high, now_ms)
+            p.watermark_policy.on_take(low, high, now_ms)
             p.head = end
         self._heap = [(p.timestamps[p.head], p.rank, p.index) for p in active if p.head < len(p.timestamps)]
         heapq.heapify(self._heap)
+        refused: list[DeadLetter] = []
+        limits = self.config.output_limits
+        if limits is not None and stamps:
+            low, high = limits.window(now_ms)
+            if stamps[0] < low or stamps[-1] > high:  # sorted: refused times are a prefix and a suffix
+                lo, hi = bisect_left(stamps, low), bisect_right(stamps, high)
+                out = list(zip(records[:lo], stamps[:lo], strict=True))
+                out += zip(records[hi:], stamps[hi:], strict=True)
+                refused = self._refused(now_ms, out)
+                enforced_from = max(0, min(enforced_from, hi) - lo)
+                records, stamps = records[lo:hi], stamps[lo:hi]
         before = self._stream_time
         late_idx: list[int] = []
         lateness: list[int] = []
@@ -465,6 +475,7 @@ class MergeTask:
             routed,
             dropped,
             firsts,
+            refused,
         )
 
     def _take_runs(self, now_ms: int, watermark: int, enforced: bool, budget: int) -> Emit:
@@ -481,6 +492,9 @@ class MergeTask:
         firsts: dict[int, int] = {}
         enforced_from = 0 if enforced else -1
         stream_time = before = self._stream_time
+        limits = self.config.output_limits
+        low, high = limits.window(now_ms) if limits is not None else (0, _NO_BOUND)
+        refused: list[tuple[InputRecord, int]] = []
         while heap and budget > 0:
             _, rank, i = heap[0]
             p = parts[i]
@@ -501,32 +515,49 @@ class MergeTask:
                 if run_min < stream_time or not p.monotonic
                 else None
             )
-            if late and late_policy != "forward":
-                late_at = dict(late)
+            if run_min < low or run_max > high:  # rare: record by record, the refused left out
                 for j in range(h, end):
-                    lost = late_at.get(j)
-                    if lost is None:
+                    t_j = ts[j]
+                    if t_j < low or t_j > high:
+                        refused.append((recs[j], t_j))
+                    elif t_j >= stream_time:
                         out_records.append(recs[j])
-                        out_ts.append(ts[j])
+                        out_ts.append(t_j)
+                        stream_time = t_j
+                    elif late_policy == "forward":
+                        late_idx.append(len(out_records))
+                        lateness.append(stream_time - t_j)
+                        out_records.append(recs[j])
+                        out_ts.append(t_j)
                     elif late_policy == "topic":
-                        routed.append(Late(recs[j], ts[j], lost))
+                        routed.append(Late(recs[j], t_j, stream_time - t_j))
                     else:
                         dropped += 1
             else:
-                base = len(out_records) - h
-                out_records += recs[h:end]
-                out_ts += ts[h:end]
-                if late:
-                    for j, lost in late:
-                        late_idx.append(base + j)
-                        lateness.append(lost)
-            if run_max > stream_time:
-                stream_time = run_max
+                if late and late_policy != "forward":
+                    late_at = dict(late)
+                    for j in range(h, end):
+                        lost = late_at.get(j)
+                        if lost is None:
+                            out_records.append(recs[j])
+                            out_ts.append(ts[j])
+                        elif late_policy == "topic":
+                            routed.append(Late(recs[j], ts[j], lost))
+                        else:
+                            dropped += 1
+                else:
+                    base = len(out_records) - h
+                    out_records += recs[h:end]
+                    out_ts += ts[h:end]
+                    if late:
+                        for j, lost in late:
+                            late_idx.append(base + j)
+                            lateness.append(lost)
+                if run_max > stream_time:
+                    stream_time = run_max
             if p.partition_time is None or run_max > p.partition_time:
                 p.partition_time = run_max
-            policy = p.watermark_policy
-            if policy is not None:
-                policy.on_take(run_min, run_max, now_ms)
+            p.watermark_policy.on_take(run_min, run_max, now_ms)
             budget -= end - h
             p.head = end
             if end < len(ts):
@@ -542,6 +573,7 @@ class MergeTask:
         if enforced_from < 0:
             enforced_from = len(out_records)
         self._stream_time = stream_time
+        dead = self._refused(now_ms, refused) if refused else []
         return self._batch(
             now_ms,
             watermark,
@@ -554,7 +586,34 @@ class MergeTask:
             routed,
             dropped,
             firsts,
+            dead,
         )
+
+    def _writable(self, timestamp: int, now_ms: int) -> bool:
+        limits = self.config.output_limits
+        return limits is None or limits.refusal(timestamp, now_ms) is None
+
+    def _refused(self, now_ms: int, refused: list[tuple[InputRecord, int]]) -> list[DeadLetter]:
+        """Records the output topic's broker would refuse (it would fail the whole produce batch),
+        taken out of the output: ``timestamp.invalid=skip`` drops them (counted), otherwise
+        ``errors.tolerance`` decides — dead letters, or :class:`RefusedTimestampError`. A refused
+        time is readable, so ``partition-time`` does not restamp it. They are not emitted, so
+        they move neither stream time nor anyone's lateness."""
+        limits = self.config.output_limits
+        assert limits is not None
+        cfg = self.config
+        dead = []
+        for record, ts in refused:
+            reason = limits.refusal(ts, now_ms) or "refused"
+            if cfg.timestamp_invalid == "skip":
+                self.dropped["refused-timestamp"] += 1
+            elif cfg.errors_tolerance == "all":
+                dead.append(DeadLetter(record, reason, "InvalidTimestampException"))
+            else:
+                raise RefusedTimestampError(
+                    TopicPartition(record.topic, record.partition), record.offset, reason
+                )
+        return dead
 
     def _batch(
         self,
@@ -569,6 +628,7 @@ class MergeTask:
         routed: list[Late],
         dropped: int,
         firsts: dict[int, int],
+        refused: Sequence[DeadLetter] = (),
     ) -> Emit:
         batch_id = self._next_batch
         self._next_batch += 1
@@ -576,6 +636,7 @@ class MergeTask:
         for i, first in firsts.items():
             taken(i, batch_id, first)
         dead = [dl for _, dl in self._dead]
+        dead += refused
         for i, dl in self._dead:
             taken(i, batch_id, dl.record.offset)
         self._dead.clear()
@@ -675,7 +736,7 @@ class MergeTask:
             buffered = len(p.timestamps) - p.head
             reason = None
             if buffered == 0 and idle != IDLE_DISABLED and self._heap:
-                reason = _block_reason(p, now_ms, idle)
+                reason = explain(judge(p, now_ms, idle), p, now_ms, idle)
                 if reason is not None:
                     blocked_by.append({"topic": p.tp.topic, "partition": p.tp.partition, "reason": reason})
             partitions.append(
@@ -705,18 +766,3 @@ class MergeTask:
             "blocked_by": blocked_by,
             "partitions": partitions,
         }
-
-
-def _block_reason(p: PartitionState, now_ms: int, idle: int) -> str | None:
-    if p.paused:
-        return "paused for backpressure; its lag is stale until resumed"
-    if p.lag is None:
-        return "lag unknown: no fetch response yet"
-    if p.lag > 0:
-        return f"lag {p.lag} on the broker, not fetched yet"
-    if idle >= IDLE_FOREVER:
-        return "idling: caught up, and max.task.idle.ms=max waits for data forever"
-    if p.deadline is None or now_ms < p.deadline:
-        until = p.deadline if p.deadline is not None else now_ms + idle
-        return f"idling until {until} (caught up; max.task.idle.ms={idle})"
-    return None

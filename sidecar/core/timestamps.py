@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, Protocol, get_args
 
@@ -29,13 +30,44 @@ JsonUnit = Literal["ms", "s", "iso"]
 INVALID = -1
 #: Kafka timestamps are signed 64-bit milliseconds.
 MAX_TIMESTAMP = 2**63 - 1
-#: How far an event time read from the value may run ahead of its record's Kafka timestamp:
-#: Kafka 4's default ``log.message.timestamp.after.max.ms``. A broker refuses a CreateTime record
-#: stamped further ahead of its clock than that (the *whole* produce batch fails), and the
-#: output record carries the event time; an event is not produced hours before it happens,
-#: so such values are almost always unit mistakes (µs read as ms, ms read as s). Judged against
-#: the record's own timestamp, not a clock, so a replay decides the same.
-MAX_FUTURE_MS = 3_600_000
+#: Kafka 4's default ``log.message.timestamp.after.max.ms`` (one hour).
+DEFAULT_AFTER_MAX_MS = 3_600_000
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerTimestampLimits:
+    """Which record timestamps the output topic's broker accepts, relative to its clock.
+
+    A broker refuses a CreateTime record stamped more than ``message.timestamp.after.max.ms``
+    ahead of its clock, or more than ``message.timestamp.before.max.ms`` behind it (and fails
+    the *whole* produce batch). The limits are the output topic's effective settings, read at
+    start (the broker's defaults when the topic sets none: one hour ahead, unbounded behind);
+    ``None`` in place of limits means the topic is LogAppendTime, whose broker restamps and
+    refuses nothing. Judged at emit against the wall clock, because that is what the broker
+    does: an event time is valid whatever record carried it, however old the replay.
+    """
+
+    after_max_ms: int = DEFAULT_AFTER_MAX_MS
+    before_max_ms: int = MAX_TIMESTAMP
+
+    def window(self, now_ms: int) -> tuple[int, int]:
+        """The accepted timestamps at ``now_ms``, both ends inclusive."""
+        return now_ms - min(self.before_max_ms, now_ms + 1), now_ms + self.after_max_ms
+
+    def refusal(self, timestamp: int, now_ms: int) -> str | None:
+        """Why the broker would refuse ``timestamp`` at ``now_ms``, naming the setting; ``None``
+        when it would accept it."""
+        if timestamp - now_ms > self.after_max_ms:
+            return (
+                f"timestamp {timestamp} is {timestamp - now_ms} ms ahead of the clock, more than the output "
+                f"topic's message.timestamp.after.max.ms={self.after_max_ms}: the broker would refuse it"
+            )
+        if now_ms - timestamp > self.before_max_ms:
+            return (
+                f"timestamp {timestamp} is {now_ms - timestamp} ms behind the clock, more than the output "
+                f"topic's message.timestamp.before.max.ms={self.before_max_ms}: the broker would refuse it"
+            )
+        return None
 
 
 class InvalidTimestampError(Exception):
@@ -49,6 +81,11 @@ class InvalidTimestampError(Exception):
         self.tp = tp
         self.offset = offset
         self.reason = reason
+
+
+class RefusedTimestampError(InvalidTimestampError):
+    """A record whose event time the output topic's broker would refuse (see
+    :class:`BrokerTimestampLimits`), under ``errors.tolerance=none``."""
 
 
 class TimestampExtractor(Protocol):
@@ -86,8 +123,10 @@ class JsonTimestamp:
 
     Units: ``ms`` (default) and ``s`` take a number (or a string holding one; seconds may have a
     fraction); ``iso`` takes an ISO-8601 string with a zone (``2024-05-01T12:00:00Z``). A naive
-    time is invalid: guessing its zone would silently shift events by hours. So is a time more
-    than ``MAX_FUTURE_MS`` after the record's own Kafka timestamp (see there).
+    time is invalid: guessing its zone would silently shift events by hours. Any readable time in
+    Kafka's range is valid here, however far from the record's own Kafka timestamp (a replay or a
+    backfill stamps records long after their events); whether the output topic's broker accepts
+    it is judged at emit (:class:`BrokerTimestampLimits`).
     """
 
     uses_record_time = False
@@ -134,13 +173,7 @@ class JsonTimestamp:
             if part not in node:
                 raise _Invalid(f"field {_dotted(walked)} is missing")
             node = node[part]
-        ms = self._convert(node)
-        if record.timestamp >= 0 and ms - record.timestamp > MAX_FUTURE_MS:
-            raise _Invalid(
-                f"field {_dotted(self.path)} is in the future: {ms} is more than 1 h after the record's "
-                f"Kafka timestamp {record.timestamp}"
-            )
-        return ms
+        return self._convert(node)
 
     def _convert(self, node: object) -> int:
         field = _dotted(self.path)

@@ -46,7 +46,7 @@ from aiokafka.errors import (
 )
 
 from sidecar.core.deadletters import DeadLetterRatioExceeded
-from sidecar.core.timestamps import InvalidTimestampError
+from sidecar.core.timestamps import InvalidTimestampError, RefusedTimestampError
 from sidecar.kafka.admin import AdminError
 from sidecar.kafka.clients import ClientStartError
 
@@ -167,6 +167,15 @@ RULES: tuple[Rule, ...] = (
         Action.LOG,
         "could not abort the open transaction of task {task} (the broker times it out): {error}",
         "An abort is a courtesy to read_committed readers; the broker aborts on timeout anyway.",
+    ),
+    Rule(
+        (RefusedTimestampError,),
+        _ALL,
+        Action.FATAL,
+        "{error}; stopping (errors.tolerance=none; errors.tolerance=all sends such records to the "
+        "dead letter queue, timestamp.invalid=skip drops them)",
+        "The output topic's broker would refuse the record and fail its whole batch; the user chose "
+        "to stop at a record that cannot be written.",
     ),
     Rule(
         (InvalidTimestampError,),

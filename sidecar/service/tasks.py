@@ -9,6 +9,7 @@ and tasks come and go with rebalances.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -61,7 +62,7 @@ class TaskRegistry:
         cfg = self.config
         task = MergeTask(
             partitions,
-            cfg.task_config(),
+            dataclasses.replace(cfg.task_config(), output_limits=self.layout.output_limits),
             topic_order=cfg.topics,
             log_append_time_topics=self.layout.log_append_time_inputs,
         )

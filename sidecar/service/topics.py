@@ -2,8 +2,10 @@
 
 :func:`prepare_topics` returns a :class:`TopicLayout`, everything the pipeline needs to know
 about the topics, read once per start: each input's partition count, the partitions of the side
-topics (late records, dead letters), and which inputs the broker stamps with LogAppendTime (they
-get the log-append-time watermark under ``watermark.policy=auto``).
+topics (late records, dead letters), which inputs the broker stamps with LogAppendTime (they
+get the log-append-time watermark under ``watermark.policy=auto``), and which record timestamps
+the output topic's broker accepts (``message.timestamp.after.max.ms`` / ``before.max.ms``: a
+record outside them is refused at emit rather than failing its whole produce batch).
 
 Errors are :class:`~sidecar.kafka.admin.AdminError` with one line: a missing input, an output
 with too few partitions for ``task.grouping=partition``, or a refusal by the broker with its
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from aiokafka.admin import AIOKafkaAdminClient
 
 from sidecar.config import SidecarConfig
-from sidecar.core import TopicPartition
+from sidecar.core import BrokerTimestampLimits, TopicPartition
 from sidecar.kafka.admin import (
     AdminError,
     TopicSpec,
@@ -34,6 +36,8 @@ from sidecar.output.writer import MAX_MESSAGE_BYTES
 log = logging.getLogger("timesync")
 
 TIMESTAMP_TYPE = "message.timestamp.type"
+AFTER_MAX = "message.timestamp.after.max.ms"
+BEFORE_MAX = "message.timestamp.before.max.ms"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,9 @@ class TopicLayout:
     side_partitions: Mapping[str, int] = field(default_factory=dict)
     #: Inputs whose records the broker stamps (``message.timestamp.type=LogAppendTime``).
     log_append_time_inputs: frozenset[str] = frozenset()
+    #: Which timestamps the output topic's broker accepts (``None``: a LogAppendTime output,
+    #: restamped by the broker, refuses none).
+    output_limits: BrokerTimestampLimits | None = field(default_factory=BrokerTimestampLimits)
 
     def all_input_partitions(self) -> list[TopicPartition]:
         return [TopicPartition(t, p) for t, n in self.input_partitions.items() for p in range(n)]
@@ -89,6 +96,7 @@ async def prepare_topics(admin: AIOKafkaAdminClient, config: SidecarConfig) -> T
             f"{config.task_grouping} needs {needed} (one per task); use a new topic or add partitions"
         )
     types = await topic_configs(admin, config.topics, [TIMESTAMP_TYPE])
+    output = await topic_configs(admin, [config.output_topic], [TIMESTAMP_TYPE, AFTER_MAX, BEFORE_MAX])
     return TopicLayout(
         input_partitions={t: inputs[t] for t in config.topics},
         output_partitions=have,
@@ -96,4 +104,17 @@ async def prepare_topics(admin: AIOKafkaAdminClient, config: SidecarConfig) -> T
         log_append_time_inputs=frozenset(
             t for t, c in types.items() if c.get(TIMESTAMP_TYPE) == "LogAppendTime"
         ),
+        output_limits=output_limits(output.get(config.output_topic, {})),
+    )
+
+
+def output_limits(configs: Mapping[str, str]) -> BrokerTimestampLimits | None:
+    """The output topic's effective timestamp settings as limits (Kafka's defaults where the
+    broker reported none); ``None`` for a LogAppendTime topic."""
+    if configs.get(TIMESTAMP_TYPE) == "LogAppendTime":
+        return None
+    default = BrokerTimestampLimits()
+    return BrokerTimestampLimits(
+        after_max_ms=int(configs.get(AFTER_MAX, default.after_max_ms)),
+        before_max_ms=int(configs.get(BEFORE_MAX, default.before_max_ms)),
     )

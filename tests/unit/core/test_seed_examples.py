@@ -119,7 +119,9 @@ def test_kip695_uc3_waits_a_bounded_time_for_a_quiet_producer_then_flows_enforce
 
 
 def test_beam_near_perfect_watermark_follows_fetch_time_once_caught_up() -> None:
-    task = MergeTask([A0], TaskConfig(max_task_idle_ms=0, watermark_idle_epsilon_ms=2_000))
+    task = MergeTask(
+        [A0], TaskConfig(max_task_idle_ms=0, watermark_idle_epsilon_ms=2_000), log_append_time_topics={"a"}
+    )
     broker_time = [1_000_000 + 5 * i for i in range(100)]
     records = [Record("a", 0, i, ts, timestamp_type=LOG_APPEND_TIME) for i, ts in enumerate(broker_time)]
 

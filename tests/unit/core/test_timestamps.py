@@ -68,16 +68,12 @@ def test_invalid_json_timestamps_are_explained(value: object, raw: bytes | None,
     assert reason in why("json:ts", value, raw)
 
 
-def test_an_event_time_more_than_an_hour_after_the_record_was_produced_is_invalid() -> None:
-    """What Kafka's default log.message.timestamp.after.max.ms would refuse on the output topic."""
+def test_an_event_time_hours_away_from_the_records_kafka_timestamp_is_valid() -> None:
+    """A backfill stamps records at load time, hours after their events; a replay's CreateTimes come
+    from another clock. Whether the broker accepts the output is judged at emit (test_event_time_edges)."""
     hour = 3_600_000
-    assert one("json:ts", {"ts": PRODUCED_AT + hour}) == PRODUCED_AT + hour
-    assert one("json:ts", {"ts": PRODUCED_AT + hour + 1}) == -1
-    assert why("json:ts", {"ts": PRODUCED_AT * 1000}) == (
-        f"field ts is in the future: {PRODUCED_AT * 1000} is more than 1 h after the record's "
-        f"Kafka timestamp {PRODUCED_AT}"
-    ), "microseconds read as milliseconds"
-    assert one("json:t:s", {"t": PRODUCED_AT}) == -1, "milliseconds read as seconds"
+    assert one("json:ts", {"ts": PRODUCED_AT + 5 * hour}) == PRODUCED_AT + 5 * hour
+    assert one("json:ts", {"ts": PRODUCED_AT - 24 * hour}) == PRODUCED_AT - 24 * hour
 
 
 def test_a_record_without_a_kafka_timestamp_has_no_future_bound() -> None:

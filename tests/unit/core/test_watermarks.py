@@ -100,11 +100,11 @@ def test_min_window_is_the_smallest_timestamp_taken_in_the_window() -> None:
 # -- auto and the task watermark ---------------------------------------------------------------------
 
 
-def test_auto_picks_log_append_time_from_the_records_timestamp_type() -> None:
-    t = task(A0, max_task_idle_ms=-1)
-    t.push(A0, lat_records([5_000]))
+def test_auto_picks_log_append_time_for_the_topics_the_adapter_says_the_broker_stamps() -> None:
+    t = MergeTask([A0, B0], TaskConfig(max_task_idle_ms=-1), log_append_time_topics={"a"})
 
-    assert isinstance(t._part(A0).watermark_policy, LogAppendTime)
+    assert isinstance(t._part(A0).watermark_policy, LogAppendTime), "decided at start, before any record"
+    assert isinstance(t._part(B0).watermark_policy, BoundedDelay)
 
 
 def test_auto_picks_bounded_delay_for_create_time_and_for_json_timestamps() -> None:

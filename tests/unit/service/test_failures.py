@@ -24,7 +24,7 @@ from aiokafka.errors import (
 from sidecar.config import load_config
 from sidecar.core import TopicPartition
 from sidecar.core.deadletters import DeadLetterRatioExceeded
-from sidecar.core.timestamps import InvalidTimestampError
+from sidecar.core.timestamps import InvalidTimestampError, RefusedTimestampError
 from sidecar.kafka.admin import AdminError
 from sidecar.kafka.clients import ClientStartError
 from sidecar.service.failures import RULES, Action, ErrorHandler, Phase, decide, describe, is_retriable
@@ -63,6 +63,14 @@ CASES = {
         SINGLE,
         Action.FATAL,
         "chose to stop",
+    ),
+    "a time the output topic's broker would refuse, under tolerance none, stops": Case(
+        RefusedTimestampError(TopicPartition("in", 0), 7, "message.timestamp.after.max.ms=3600000"),
+        Phase.MERGE,
+        EOS,
+        PARTITION,
+        Action.FATAL,
+        "cannot be written",
     ),
     "the dead letter ratio cap stops": Case(
         DeadLetterRatioExceeded(600, 1000, 0.5), Phase.MERGE, EOS, PARTITION, Action.FATAL, "whole stream"

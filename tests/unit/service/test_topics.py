@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from sidecar.core import BrokerTimestampLimits
 from sidecar.kafka.admin import AdminError
-from sidecar.service.topics import prepare_topics
+from sidecar.service.topics import output_limits, prepare_topics
 from tests.fakes.kafka import FakeAdmin, FakeCluster
 
 from .harness import config
@@ -51,6 +52,23 @@ async def test_the_layout_names_partitions_side_topics_and_log_append_time_input
     assert dict(layout.side_partitions) == {"late": 3}
     assert layout.log_append_time_inputs == {"a"}
     assert layout.side_partition("late", 4) == 1
+
+
+async def test_the_layout_carries_the_timestamps_the_output_topics_broker_accepts() -> None:
+    cluster = FakeCluster()
+    cluster.create_topic("a", 1)
+    cluster.create_topic("out", 1, {"message.timestamp.before.max.ms": "86400000"})
+    layout = await prepare_topics(FakeAdmin(cluster), config(inputs=("a",), output_topic="out"))
+    assert layout.output_limits == BrokerTimestampLimits(after_max_ms=3_600_000, before_max_ms=86_400_000)
+
+    cluster.create_topic("lat", 1, {"message.timestamp.type": "LogAppendTime"})
+    restamped = await prepare_topics(FakeAdmin(cluster), config(inputs=("a",), output_topic="lat"))
+    assert restamped.output_limits is None, "the broker restamps a LogAppendTime topic: it refuses none"
+
+
+def test_output_limits_default_to_kafkas_when_the_broker_reports_none() -> None:
+    assert output_limits({}) == BrokerTimestampLimits(3_600_000, 2**63 - 1)
+    assert output_limits({"message.timestamp.after.max.ms": "60000"}).after_max_ms == 60_000  # type: ignore[union-attr]
 
 
 async def test_an_input_the_principal_may_not_describe_is_not_called_missing() -> None:
