@@ -152,6 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
     sup.add_argument(
         "--ttl", required=True, metavar="DURATION", help="evict keys idle this long (event time)"
     )
+    sup.add_argument(
+        "--closed-retention",
+        metavar="DURATION",
+        help="how long an evicted key remembers the windows it closed, so a straggler cannot "
+        "reopen one (event time; default: --ttl)",
+    )
     return parser
 
 
@@ -227,7 +233,18 @@ class Plan:
 
             self.grace_ms = parse_duration(args.grace, "--grace", allow_zero=True)
             self.ttl_ms = parse_duration(args.ttl, "--ttl")
-            SuppressOptions(self.window, self.grace_ms, self.ttl_ms, self.aggs)  # checks the bounds
+            self.closed_retention_ms = (
+                None
+                if args.closed_retention is None
+                else parse_duration(args.closed_retention, "--closed-retention", allow_zero=True)
+            )
+            SuppressOptions(  # checks the bounds
+                self.window,
+                self.grace_ms,
+                self.ttl_ms,
+                self.aggs,
+                closed_retention_ms=self.closed_retention_ms,
+            )
         if args.sink == "parquet" and getattr(args, "output_mode", "append") != "append":
             raise UsageError("--output-mode: Spark's Parquet sink writes only append mode")
         needs_schema = args.key_field is not None or any(a.field for a in self.aggs)
@@ -275,7 +292,13 @@ def _job_output(plan: Plan, spark: SparkSession) -> JobOutput:
     from spark_consumer.jobs import suppress
 
     sup_options = suppress.SuppressOptions(
-        plan.window, plan.grace_ms, plan.ttl_ms, plan.aggs, args.key_field, schema
+        plan.window,
+        plan.grace_ms,
+        plan.ttl_ms,
+        plan.aggs,
+        args.key_field,
+        schema,
+        closed_retention_ms=plan.closed_retention_ms,
     )
     return suppress.build(spark, plan.source, sup_options)
 

@@ -23,30 +23,40 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
-from spark_consumer.jobs.suppress import LATE_ROWS, OBSERVATION
+from spark_consumer.jobs.suppress import FORGOTTEN_KEYS, LATE_ROWS, OBSERVATION
 
 
 @dataclass(frozen=True, slots=True)
 class Drops:
-    """Rows dropped as late: by Spark's watermark, and (suppress) by a key's own stream time."""
+    """Rows dropped as late: by Spark's watermark, and (suppress) by a key's own stream time.
+
+    ``forgotten_keys`` (suppress) counts evicted keys whose closed windows were forgotten after
+    ``--closed-retention``: not a drop, but what the bound on state costs — a record for such a
+    key starts afresh.
+    """
 
     watermark: int = 0
     key_stream_time: int = 0
+    forgotten_keys: int = 0
 
     @property
     def total(self) -> int:
         return self.watermark + self.key_stream_time
 
     def __add__(self, other: Drops) -> Drops:
-        return Drops(self.watermark + other.watermark, self.key_stream_time + other.key_stream_time)
+        return Drops(
+            self.watermark + other.watermark,
+            self.key_stream_time + other.key_stream_time,
+            self.forgotten_keys + other.forgotten_keys,
+        )
 
 
 def drops_in(progress: Any) -> Drops:
     """The drops one progress report (``StreamingQueryProgress``) records for its micro-batch."""
     by_watermark = sum(int(op.numRowsDroppedByWatermark or 0) for op in progress.stateOperators)
     observed = (progress.observedMetrics or {}).get(OBSERVATION)
-    by_key = int(observed.asDict().get(LATE_ROWS) or 0) if observed is not None else 0
-    return Drops(by_watermark, by_key)
+    values = observed.asDict() if observed is not None else {}
+    return Drops(by_watermark, int(values.get(LATE_ROWS) or 0), int(values.get(FORGOTTEN_KEYS) or 0))
 
 
 def sum_drops(progresses: Iterable[Any]) -> Drops:

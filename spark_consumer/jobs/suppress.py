@@ -16,10 +16,18 @@ Closes)`` does). B's records are not late for B.
 Idle keys. A key that stops receiving records would keep its state, and its open windows,
 forever. Each key holds an event-time timer at (its stream time + ``ttl``); when Spark's
 watermark — moved by data of other keys and by the ordered topic's heartbeats — passes it, the
-key's still-open windows are emitted (``closed_by = "ttl"``) and its state is deleted. The TTL
-is measured in event time so that a replay gives the same output; processing-time timers would
-also make Spark run an empty micro-batch on every trigger (``TransformWithStateExec.
-shouldRunAnotherBatch`` is always true in ``ProcessingTime`` mode, SPARK-50180).
+key's still-open windows are emitted (``closed_by = "ttl"``) and its windows and replay
+identities are deleted. What the key has closed is *not* forgotten at once: the key keeps one
+number, its stream time moved up to the end + grace of the last window the TTL emitted, so a
+straggler for a window already emitted is late (dropped, counted) instead of reopening it — a
+final result stays final across eviction, and across a restart from the checkpoint (the
+number lives in the state store). That number is kept ``closed_retention`` more of event time
+(default: ``ttl``), then deleted too, so state stays bounded by the keys seen recently; each
+key forgotten so is counted (``timesync_suppress.forgotten_keys``), and a record that arrives
+for it later starts afresh. The TTL is measured in event time so that a replay gives the same
+output; processing-time timers would also make Spark run an empty micro-batch on every trigger
+(``TransformWithStateExec.shouldRunAnotherBatch`` is always true in ``ProcessingTime`` mode,
+SPARK-50180).
 
 Duplicates from an at-least-once replay are dropped per key: the key remembers the
 (source topic, partition, offset) of records whose windows are still open.
@@ -54,6 +62,7 @@ from spark_consumer.values import data_field, key_column, with_data
 
 OBSERVATION = "timesync_suppress"  # observed-metrics name in the query progress
 LATE_ROWS = "late_rows"
+FORGOTTEN_KEYS = "forgotten_keys"
 CLOSED_BY_STREAM_TIME = "stream-time"
 CLOSED_BY_TTL = "ttl"
 
@@ -66,6 +75,12 @@ class SuppressOptions:
     aggs: Sequence[AggSpec] = field(default_factory=lambda: (AggSpec("count"),))
     key_field: str | None = None
     value_schema: StructType | None = None
+    #: How long (event time) an evicted key remembers what it closed; ``None``: ``ttl_ms``.
+    closed_retention_ms: int | None = None
+
+    @property
+    def retention_ms(self) -> int:
+        return self.ttl_ms if self.closed_retention_ms is None else self.closed_retention_ms
 
     def __post_init__(self) -> None:
         if self.window.kind == "session":
@@ -78,13 +93,16 @@ class SuppressOptions:
                 f"--ttl: {self.ttl_ms} ms must exceed window size + grace ({bound} ms), "
                 "or keys would be evicted while their windows are still open"
             )
+        if self.closed_retention_ms is not None and self.closed_retention_ms < 0:
+            raise UsageError("--closed-retention: must not be negative")
 
 
 def output_schema(aggs: Sequence[AggSpec]) -> StructType:
     """What the processor emits.
 
-    ``kind`` is ``final`` for a window result, or ``late`` for a row that only carries, in
-    ``late``, how many records of this key the micro-batch dropped as late.
+    ``kind`` is ``final`` for a window result, ``late`` for a row that only carries, in ``late``,
+    how many records of this key the micro-batch dropped as late, or ``forgotten`` when an
+    evicted key's closed horizon was deleted (see the module docstring).
     """
     fields = ", ".join(f"{a.column} {'BIGINT' if a.function == 'count' else 'DOUBLE'}" for a in aggs)
     ddl = (
@@ -102,15 +120,28 @@ class PerKeySuppress(StatefulProcessor):
     """The per-key windowing and suppression (state per key, see the module docstring).
 
     State per key: ``stream_time``; ``windows`` (start → end, max ts, count, one accumulator
-    per aggregation); ``seen`` (source topic, partition, offset → ts) for deduplication.
+    per aggregation); ``seen`` (source topic, partition, offset → ts) for deduplication;
+    ``evicted`` (set while the key holds only its closed horizon, after a TTL eviction).
     """
 
-    def __init__(self, window: WindowSpec, grace_ms: int, ttl_ms: int, aggs: Sequence[AggSpec]) -> None:
+    def __init__(
+        self,
+        window: WindowSpec,
+        grace_ms: int,
+        ttl_ms: int,
+        aggs: Sequence[AggSpec],
+        closed_retention_ms: int | None = None,
+    ) -> None:
         self.window = window
         self.grace_ms = grace_ms
         self.ttl_ms = ttl_ms
+        self.retention_ms = ttl_ms if closed_retention_ms is None else closed_retention_ms
         self.aggs = tuple(aggs)
-        self.columns = [f.name for f in output_schema(self.aggs).fields]
+        schema = output_schema(self.aggs)
+        self.columns = [f.name for f in schema.fields]
+        # Explicit, nullable dtypes: a frame whose numeric columns are all missing (a "late" or
+        # "forgotten" row alone) would otherwise reach Arrow as untyped objects and fail.
+        self.dtypes = {f.name: _PANDAS_DTYPES[f.dataType.typeName()] for f in schema.fields}
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -122,6 +153,7 @@ class PerKeySuppress(StatefulProcessor):
             "windows", "start BIGINT", f"end BIGINT, ts BIGINT, n BIGINT{accumulators}"
         )
         self.seen = handle.getMapState("seen", "topic STRING, part INT, off BIGINT", "ts BIGINT")
+        self.evicted = handle.getValueState("evicted", "at BIGINT")
 
     # --- per-record rules -------------------------------------------------------------------
 
@@ -158,7 +190,7 @@ class PerKeySuppress(StatefulProcessor):
         return row
 
     def _frame(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
-        return pd.DataFrame(rows, columns=self.columns)
+        return pd.DataFrame(rows, columns=self.columns).astype(self.dtypes)
 
     # --- Spark callbacks ----------------------------------------------------------------------
 
@@ -222,33 +254,49 @@ class PerKeySuppress(StatefulProcessor):
                 self.seen.removeKey(ident)
 
         self.stream_time.update((stream_time,))
+        if self.evicted.exists():
+            self.evicted.clear()  # the key is back: its TTL timer replaces the retention timer
         self._arm_ttl(stream_time, timerValues)
         if out:
             yield self._frame(out)
 
-    def _arm_ttl(self, stream_time: int, timer_values: TimerValues) -> None:
+    def _arm_ttl(self, stream_time: int, timer_values: TimerValues, after_ms: int | None = None) -> None:
         for timer in list(self.handle.listTimers()):
             self.handle.deleteTimer(timer)
         # A timer at or below the current watermark would be refused or fire at once; a key
         # far behind the others simply expires at the next watermark advance.
-        expiry = max(stream_time + self.ttl_ms, timer_values.getCurrentWatermarkInMs() + 1)
+        delay = self.ttl_ms if after_ms is None else after_ms
+        expiry = max(stream_time + delay, timer_values.getCurrentWatermarkInMs() + 1)
         self.handle.registerTimer(expiry)
 
     def handleExpiredTimer(
         self, key: Any, timerValues: TimerValues, expiredTimerInfo: ExpiredTimerInfo
     ) -> Iterator[pd.DataFrame]:
-        rows = [
-            self._row(key[0], int(k[0]), list(v), CLOSED_BY_TTL)
-            for k, v in sorted(self.windows.iterator(), key=lambda kv: int(kv[0][0]))
-        ]
+        if self.evicted.exists():  # the retention after eviction is over: forget the key
+            self.evicted.clear()
+            self.stream_time.clear()
+            yield self._frame([{"key": key[0], "kind": "forgotten", "late": 0}])
+            return
+        windows = sorted(((int(k[0]), list(v)) for k, v in self.windows.iterator()), key=lambda kv: kv[0])
+        rows = [self._row(key[0], start, acc, CLOSED_BY_TTL) for start, acc in windows]
         self.windows.clear()
         self.seen.clear()
-        self.stream_time.clear()
+        saved = self.stream_time.get()
+        stream_time = int(saved[0]) if saved is not None else -(2**63)
+        # Every window the TTL emitted is closed for this key from now on: a straggler for one
+        # of them is late, not the start of a second "final" result.
+        closed = max([stream_time, *(acc[0] + self.grace_ms for _, acc in windows)])
+        self.stream_time.update((closed,))
+        self.evicted.update((closed,))
+        self._arm_ttl(closed, timerValues, after_ms=self.ttl_ms + self.retention_ms)
         if rows:
             yield self._frame(rows)
 
     def close(self) -> None:
         pass
+
+
+_PANDAS_DTYPES = {"long": "Int64", "double": "float64", "string": "object"}
 
 
 def _present(v: Any) -> bool:
@@ -261,7 +309,8 @@ def suppress(records: DataFrame, options: SuppressOptions, key_field: str | None
     Output columns: ``key``, ``window_start``, ``window_end``, one column per aggregation,
     ``ts`` (max record timestamp in the window) and ``closed_by`` (``stream-time`` or ``ttl``).
     Records dropped as late for their key are counted in the query progress's observed metric
-    ``timesync_suppress.late_rows``.
+    ``timesync_suppress.late_rows``; evicted keys whose closed horizon was deleted in
+    ``timesync_suppress.forgotten_keys``.
     """
     inputs = records.select(
         key_column(key_field).alias("key"),
@@ -280,14 +329,20 @@ def suppress(records: DataFrame, options: SuppressOptions, key_field: str | None
             for i, a in enumerate(options.aggs)
         ),
     )
-    processor = PerKeySuppress(options.window, options.grace_ms, options.ttl_ms, options.aggs)
+    processor = PerKeySuppress(
+        options.window, options.grace_ms, options.ttl_ms, options.aggs, options.closed_retention_ms
+    )
     emitted = inputs.groupBy("key").transformWithStateInPandas(
         statefulProcessor=processor,
         outputStructType=output_schema(options.aggs),
         outputMode="Append",
         timeMode="EventTime",
     )
-    observed = emitted.observe(OBSERVATION, F.coalesce(F.sum("late"), F.lit(0)).alias(LATE_ROWS))
+    observed = emitted.observe(
+        OBSERVATION,
+        F.coalesce(F.sum(F.when(F.col("kind") == "late", F.col("late"))), F.lit(0)).alias(LATE_ROWS),
+        F.count(F.when(F.col("kind") == "forgotten", True)).alias(FORGOTTEN_KEYS),
+    )
     return observed.filter(F.col("kind") == "final").drop("kind", "late")
 
 

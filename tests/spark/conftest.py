@@ -39,12 +39,19 @@ class Stream:
     """A running query whose micro-batches the test collects, batch by batch."""
 
     def __init__(
-        self, query: StreamingQuery, batches: list[tuple[int, list[Row]]], bootstrap: str, topic: str
+        self,
+        launch: Callable[[], StreamingQuery],
+        batches: list[tuple[int, list[Row]]],
+        bootstrap: str,
+        topic: str,
     ):
-        self.query = query
+        self._launch = launch
+        self.query = launch()
         self.batches = batches
         self.bootstrap = bootstrap
         self.topic = topic
+        #: Progress reports of the queries stopped by :meth:`restart`.
+        self._earlier_progress: list[Any] = []
 
     def feed(self, *records: OrderedRecord) -> list[Row]:
         """Write ``records``, process everything available; return the rows this produced."""
@@ -58,10 +65,16 @@ class Stream:
         return [row for _, rows in sorted(self.batches, key=lambda b: b[0]) for row in rows]
 
     def drops(self) -> Drops:
-        return sum_drops(self.query.recentProgress)
+        return sum_drops([*self._earlier_progress, *self.query.recentProgress])
 
     def stop(self) -> None:
         self.query.stop()
+
+    def restart(self) -> None:
+        """Stop the query and start it again from its checkpoint (a new driver, the same state)."""
+        self.query.stop()
+        self._earlier_progress += self.query.recentProgress
+        self.query = self._launch()
 
 
 @pytest.fixture
@@ -87,13 +100,17 @@ def stream(
             with lock:
                 batches.append((batch_id, rows))
 
-        query = (
-            output.frame.writeStream.outputMode(output.output_mode)
-            .foreachBatch(collect)
-            .option("checkpointLocation", str(tmp_path / f"checkpoint{len(started)}"))
-            .start()
-        )
-        s = Stream(query, batches, bootstrap, topic)
+        checkpoint = str(tmp_path / f"checkpoint{len(started)}")
+
+        def launch() -> StreamingQuery:
+            return (
+                output.frame.writeStream.outputMode(output.output_mode)
+                .foreachBatch(collect)
+                .option("checkpointLocation", checkpoint)
+                .start()
+            )
+
+        s = Stream(launch, batches, bootstrap, topic)
         started.append(s)
         return s
 

@@ -88,3 +88,67 @@ def test_replayed_records_do_not_double_count(spark: SparkSession, stream: Any) 
     )
 
     assert [(r.key, r.window_start, r["count"], r.ts) for r in out] == [("D", 1000, 2, 1001)]
+
+
+# A final result is final: eviction and restarts must not let a straggler reopen it.
+TEN = WindowSpec("tumbling", size_ms=10)
+EVICTING = SuppressOptions(TEN, grace_ms=0, ttl_ms=20)
+
+
+def test_a_straggler_after_ttl_eviction_does_not_reopen_an_emitted_window(
+    spark: SparkSession, stream: Any
+) -> None:
+    s = stream(lambda src: suppress.build(spark, src, EVICTING), watermark_delay_ms=0)
+    stamp = Stamper()
+    s.feed(stamp.record(T0 + 5, {"reading": 0}, "A"))
+    flushed = s.feed(stamp.heartbeat(T0 + 30))  # past A's stream time + TTL (1005 + 20)
+    assert [(r.key, r.window_start, r["count"], r.closed_by) for r in flushed] == [("A", 1000, 1, "ttl")]
+
+    later = s.feed(stamp.record(T0 + 7, {"reading": 1}, "A"), stamp.record(T0 + 40, {"reading": 2}, "A"))
+    assert later == [], "[1000, 1010) was emitted once; its straggler is late for A"
+    assert s.drops().key_stream_time == 1
+
+
+def test_a_restart_from_the_checkpoint_keeps_what_an_evicted_key_closed(
+    spark: SparkSession, stream: Any
+) -> None:
+    s = stream(lambda src: suppress.build(spark, src, EVICTING), watermark_delay_ms=0)
+    stamp = Stamper()
+    s.feed(stamp.record(T0 + 5, {"reading": 0}, "A"))
+    assert len(s.feed(stamp.heartbeat(T0 + 30))) == 1
+
+    s.restart()
+    assert s.feed(stamp.record(T0 + 7, {"reading": 1}, "A")) == []
+    assert s.drops().key_stream_time == 1
+
+
+def test_an_evicted_key_is_forgotten_after_the_closed_retention_and_counted(
+    spark: SparkSession, stream: Any
+) -> None:
+    short = SuppressOptions(TEN, grace_ms=0, ttl_ms=20, closed_retention_ms=10)
+    s = stream(lambda src: suppress.build(spark, src, short), watermark_delay_ms=0)
+    stamp = Stamper()
+    s.feed(stamp.record(T0 + 5, {"reading": 0}, "A"))
+    s.feed(stamp.heartbeat(T0 + 30))  # evicted: windows emitted, closed horizon 1010 kept
+    s.feed(stamp.heartbeat(T0 + 100))  # past horizon + TTL + retention: forgotten
+    assert s.drops().forgotten_keys == 1
+
+    s.feed(stamp.record(T0 + 7, {"reading": 1}, "A"))
+    again = s.feed(stamp.heartbeat(T0 + 200))
+    assert [(r.key, r.window_start, r["count"]) for r in again] == [("A", 1000, 1)], "starts afresh"
+
+
+def test_the_per_key_late_rule_drops_at_end_plus_grace_and_keeps_what_has_not_reached_it(
+    spark: SparkSession, stream: Any
+) -> None:
+    """Grace 1, windows of 2: after E@1003, [1000, 1002) has end + grace = 1003 = E's stream
+    time, so it is closed and E@1001 is late; [1002, 1004) (1005) is still open, E@1002 counts."""
+    s = stream(lambda src: suppress.build(spark, src, PER_KEY), watermark_delay_ms=GRACE_MS)
+    stamp = Stamper()
+    first = s.feed(stamp.record(T0, {"reading": 0}, "E"), stamp.record(T0 + 3, {"reading": 3}, "E"))
+    assert [(r.window_start, r["count"]) for r in first] == [(1000, 1)]
+
+    s.feed(stamp.record(T0 + 1, {"reading": 1}, "E"), stamp.record(T0 + 2, {"reading": 2}, "E"))
+    assert s.drops().key_stream_time == 1, "E@1001: its window's end + grace equals E's stream time"
+    closing = s.feed(stamp.record(T0 + 5, {"reading": 5}, "E"))
+    assert [(r.window_start, r["count"]) for r in closing] == [(1002, 2)], "E@1002 was kept"
