@@ -9,15 +9,16 @@ record below ``o`` is one of:
   with the batch that took them, or need nothing when nothing before them is pending.
 
 So the safe offset of a partition is the smallest of: the first offset it has in any batch that
-is not acknowledged yet, the offset of its buffered head (if any), and the offset after the last
-record pushed. Acknowledgements are tracked per batch; a batch counts once it and every earlier
+is not acknowledged yet, the offset of its buffered head (if any), the offset of a dead letter
+not yet in any batch (found at push, it goes out with the next one), and the offset after the
+last record pushed. Acknowledgements are tracked per batch; a batch counts once it and every earlier
 batch are acknowledged, which keeps the rule simple when acks arrive out of order.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from sidecar.core.merge import PartitionState
 
@@ -65,11 +66,14 @@ class CommitTracker:
             pending.popleft()
         return bool(pending)
 
-    def safe_offset(self, p: PartitionState) -> int | None:
-        """Offset the partition may commit now, or ``None`` if nothing was ever pushed."""
+    def safe_offset(self, p: PartitionState, waiting: int | None = None) -> int | None:
+        """Offset the partition may commit now, or ``None`` if nothing was ever pushed;
+        ``waiting`` is its first dead letter not yet in a batch."""
         if p.next_offset is None:
             return None
         safe = p.next_offset
+        if waiting is not None and waiting < safe:
+            safe = waiting
         head = p.head_offset()
         if head is not None and head < safe:
             safe = head
@@ -80,12 +84,15 @@ class CommitTracker:
                 safe = first
         return safe
 
-    def advanced(self, partitions: Iterable[PartitionState]) -> dict[int, int]:
-        """Partitions (by index) whose safe offset moved forward since the last report."""
+    def advanced(
+        self, partitions: Iterable[PartitionState], waiting: Mapping[int, int] = {}
+    ) -> dict[int, int]:
+        """Partitions (by index) whose safe offset moved forward since the last report;
+        ``waiting`` maps a partition to its first dead letter not yet in a batch."""
         out = {}
         committed = self._committed
         for p in partitions:
-            safe = self.safe_offset(p)
+            safe = self.safe_offset(p, waiting.get(p.index))
             if safe is None:
                 continue
             last = committed[p.index]

@@ -711,7 +711,10 @@ class MergeTask:
     def committable(self) -> dict[TopicPartition, int]:
         """Offsets safe to commit that moved forward since last asked (after a skip, too)."""
         parts = self._parts
-        return {parts[i].tp: offset for i, offset in self._commits.advanced(parts).items()}
+        waiting: dict[int, int] = {}
+        for i, dead in self._dead:  # in push order: the first per partition is its smallest
+            waiting.setdefault(i, dead.record.offset)
+        return {parts[i].tp: offset for i, offset in self._commits.advanced(parts, waiting).items()}
 
     def in_flight(self) -> bool:
         """True while some emitted batch is not acknowledged yet."""

@@ -218,3 +218,20 @@ def test_sorted_buffers_refuse_the_same_records_as_the_general_merge() -> None:
     assert batch.timestamps == [now - 5, now, now + 1, now + 5]
     assert sorted(d.record.offset for d in batch.dead_letters) == [0, 4]
     assert sorted_task.stream_time == now + 5, "a refused time is not stream time"
+
+
+# -- found by the state machine (test_task_state_machine) -----------------------------------------
+
+
+def test_no_commit_passes_a_dead_letter_still_waiting_for_its_batch() -> None:
+    """An invalid record with no partition time to fall back on is a dead letter from the moment
+    it is pushed, but only written with the next batch: a commit (a rebalance) before that batch
+    must not pass it."""
+    t = MergeTask(
+        [A0], TaskConfig(max_task_idle_ms=-1, timestamp_invalid="partition-time", errors_tolerance="all")
+    )
+    t.push(A0, records(A0, [-1]))
+    assert t.committable() == {}, "offset 1 would lose the dead letter"
+    (batch,), _ = drain(t, now=0)
+    assert [d.record.offset for d in batch.dead_letters] == [0]
+    assert t.acked([batch.batch_id]) == {A0: 1}
