@@ -52,3 +52,31 @@ async def test_log_append_time_watermark_reaches_fetch_time_minus_epsilon_and_he
     assert last.watermark > max(o.timestamp for o in data), "the watermark moved past the data: caught up"
     watermarks = [o.watermark for o in records if o.watermark is not None and o.watermark >= 0]
     assert watermarks == sorted(watermarks), "never decreasing"
+
+
+async def test_an_input_topic_nobody_writes_does_not_freeze_the_watermark(
+    bootstrap: str, topic_name: Callable[[str], str], sidecar: StartSidecar
+) -> None:
+    """Default watermark.policy=auto, CreateTime inputs, one of them empty (a join side that has
+    not started): heartbeats flow once caught up, carrying a watermark that follows the data
+    within watermark.max.delay.ms."""
+    busy, empty, out = topic_name("busy"), topic_name("empty"), topic_name("out")
+    await kafka_io.create_topics(bootstrap, [TopicSpec(busy, 1), TopicSpec(empty, 1)])
+    now = int(time.time() * 1000)
+    await kafka_io.produce(
+        bootstrap, [Event(busy, 0, now - 100 + i, b"k", b"v%d" % i, 0) for i in range(100)]
+    )
+    data_max = now - 1
+
+    await sidecar(
+        [busy, empty], out, max_task_idle_ms=100, watermark_heartbeat_ms=200, watermark_max_delay_ms=1_000
+    )
+    await asyncio.sleep(3)
+    raw = await kafka_io.read_topics(bootstrap, [out], idle_s=0.5, timeout_s=2)
+    records = [ordered.decode(r) for r in raw]
+
+    data = [o for o in records if not o.control]
+    beats = [o for o in records if o.control]
+    assert len(data) == 100
+    assert len(beats) >= 3, "heartbeats while nothing flows, though one input never had a record"
+    assert beats[-1].watermark >= data_max - 1_000, "within watermark.max.delay.ms of the data's max time"
