@@ -199,6 +199,8 @@ class MergeTask:
         self.late_total = 0
         self.heartbeats = 0
         self.dropped: Counter[str] = Counter()
+        #: Records written with a time other than their own, by reason (``partition-time``).
+        self.restamped: Counter[str] = Counter()
 
     def _policy_for(self, tp: TopicPartition, log_append_time_topics: Collection[str]) -> PartitionWatermark:
         cfg = self.config
@@ -271,6 +273,7 @@ class MergeTask:
                 if known_time is not None:
                     keep.append(record)
                     keep_ts.append(known_time)
+                    self.restamped["partition-time"] += 1
                     continue
                 reason += "; no partition time to fall back on yet"
             if cfg.errors_tolerance == "none":
@@ -766,6 +769,7 @@ class MergeTask:
             "late": self.late_total,
             "heartbeats": self.heartbeats,
             "dropped": dict(self.dropped),
+            "restamped": dict(self.restamped),
             "blocked_by": blocked_by,
             "partitions": partitions,
         }

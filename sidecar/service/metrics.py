@@ -76,6 +76,14 @@ class Metrics:
         self.dropped = Counter(
             "timesync_dropped_records", "Records not written to the ordered topic", ["reason"], registry=r
         )
+        self.restamped = Counter(
+            "timesync_restamped_records",
+            "Records written with a time other than their own (timestamp.invalid=partition-time)",
+            ["reason"],
+            registry=r,
+        )
+        #: Per task: the core's drop and restamp counts already added to the counters above.
+        self._counted: dict[str, dict[tuple[str, str], int]] = {}
         self.heartbeats = Counter("timesync_heartbeats", "Watermark control records written", registry=r)
         self.lag = Gauge(
             "timesync_consumer_lag",
@@ -101,8 +109,25 @@ class Metrics:
         self.lateness = LatenessHistogram()
         r.register(self.lateness)
 
-    def observe_task(self, task: str, snapshot: Mapping[str, Any]) -> None:
-        """Gauges from a task snapshot; called about once a second, not per record."""
+    def observe_task(self, task: str, snapshot: Mapping[str, Any], incarnation: int = 0) -> None:
+        """Gauges from a task snapshot, and the drops and restamps the core counts at push (an
+        invalid timestamp skipped, a time the output topic would refuse, a partition-time
+        restamp); called about once a second, not per record. ``incarnation`` tells one run of
+        the task from the next (a restart or rebalance starts its counts from zero)."""
+        counted = self._counted.get(task)
+        if counted is None or counted.get(("incarnation", "")) != incarnation:
+            counted = self._counted[task] = {("incarnation", ""): incarnation}
+        for family, counter, counts in (
+            ("dropped", self.dropped, snapshot.get("dropped", {})),
+            ("restamped", self.restamped, snapshot.get("restamped", {})),
+        ):
+            for reason, total in counts.items():
+                if family == "dropped" and reason == "late":
+                    continue  # counted per batch by observe_emit
+                grown = total - counted.get((family, reason), 0)
+                if grown > 0:
+                    counter.labels(reason).inc(grown)
+                counted[(family, reason)] = total
         if snapshot["watermark"] >= 0:
             self.watermark.labels(task).set(snapshot["watermark"] / 1000.0)
         if snapshot["stream_time"] >= 0:
@@ -136,6 +161,7 @@ class Metrics:
         """Drop the series of a task that left this replica (a rebalance moved it): a gauge left
         behind would be double-counted by dashboards summing lag across replicas, and show a
         watermark falling behind for ever."""
+        self._counted.pop(task, None)
         for gauge in (self.watermark, self.stream_time):
             with contextlib.suppress(KeyError):
                 gauge.remove(task)

@@ -325,7 +325,7 @@ class Pipeline:
         while True:
             now = self.clock()
             for run in self.tasks:
-                self.metrics.observe_task(run.name, run.task.snapshot(now))
+                self.metrics.observe_task(run.name, run.task.snapshot(now), id(run.task))
             if self.spare:
                 await self._probe_cluster()
             await asyncio.sleep(GAUGE_INTERVAL_S)
