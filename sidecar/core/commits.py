@@ -52,14 +52,6 @@ class CommitTracker:
             ahead.discard(through)
         self._acked_through = through
 
-    @property
-    def acked_through(self) -> int:
-        """Every batch id up to this one is acknowledged."""
-        return self._acked_through
-
-    def in_flight(self) -> bool:
-        return any(self._pending_unacked(q) for q in self._pending)
-
     def _pending_unacked(self, pending: deque[tuple[int, int]]) -> bool:
         through = self._acked_through
         while pending and pending[0][0] <= through:

@@ -41,7 +41,6 @@ class PartitionState:
     __slots__ = (
         "caught_up_at",
         "deadline",
-        "fetch_ms",
         "frozen_remaining",
         "head",
         "index",
@@ -70,8 +69,7 @@ class PartitionState:
         self.monotonic = True
         #: Lag from the last fetch response; ``None`` until a fetch told us.
         self.lag: int | None = None
-        #: Time of the last fetch response, and of the last one that showed lag 0.
-        self.fetch_ms: int | None = None
+        #: Time of the last fetch response that showed lag 0.
         self.caught_up_at: int | None = None
         #: KIP-695 idle deadline, started when found empty with lag 0, kept until data arrives.
         self.deadline: int | None = None

@@ -291,7 +291,6 @@ class MergeTask:
         p = self._part(tp)
         lag = high_watermark - position
         p.lag = lag if lag > 0 else 0
-        p.fetch_ms = now_ms
         if p.lag == 0:
             if p.caught_up_at is None or now_ms > p.caught_up_at:
                 p.caught_up_at = now_ms
@@ -719,10 +718,6 @@ class MergeTask:
             waiting.setdefault(i, dead.record.offset)
         return {parts[i].tp: offset for i, offset in self._commits.advanced(parts, waiting).items()}
 
-    def in_flight(self) -> bool:
-        """True while some emitted batch is not acknowledged yet."""
-        return self._commits.acked_through < self._next_batch - 1
-
     # -- observation ----------------------------------------------------------------------------
 
     @property
@@ -739,7 +734,7 @@ class MergeTask:
         blocked_by = []
         partitions = []
         for p in self._parts:
-            buffered = len(p.timestamps) - p.head
+            buffered = p.buffered
             reason = None
             if buffered == 0 and idle != IDLE_DISABLED and self._heap:
                 reason = explain(judge(p, now_ms, idle), p, now_ms, idle)

@@ -71,11 +71,10 @@ def test_dropped_late_records_are_committed_with_the_batch_that_took_them() -> N
     assert t.acked([batch.batch_id]) == {A0: 2}
 
 
-def test_in_flight_until_every_batch_is_acked() -> None:
+def test_nothing_is_committable_until_every_batch_is_acked() -> None:
     t = task(A0, max_task_idle_ms=-1)
     feed(t, A0, [1])
     (batch,), _ = drain(t, now=0)
 
-    assert t.in_flight()
-    t.acked([batch.batch_id])
-    assert not t.in_flight()
+    assert t.committable() == {}
+    assert t.acked([batch.batch_id]) == {A0: 1}
