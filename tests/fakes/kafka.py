@@ -110,6 +110,8 @@ class FakeCluster:
         self.logs: dict[TopicPartition, Log] = {}
         self.partitions: dict[str, int] = {}
         self.configs: dict[str, dict[str, str]] = {}
+        #: Seconds each next consumer commit takes to land (then commits are instant again).
+        self.commit_delays: list[float] = []
         self.offsets: dict[str, dict[TopicPartition, int]] = {}
         self.metadata: dict[str, dict[TopicPartition, str]] = {}
         self.members: dict[str, list[Member]] = {}
@@ -447,6 +449,20 @@ class FakeConsumer:
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         if not self.cluster.up:
             raise KafkaConnectionError("fake cluster is down")
+        if self.cluster.commit_delays:
+            # A slow coordinator: the request is on the wire and lands later, even if the caller
+            # stops waiting for it (as a real commit does once sent).
+            loop = asyncio.get_running_loop()
+            landed = loop.create_future()
+
+            def land() -> None:
+                self.cluster.commit(self.group_id, offsets)
+                if not landed.done():
+                    landed.set_result(None)
+
+            loop.call_later(self.cluster.commit_delays.pop(0), land)
+            await landed
+            return
         self.cluster.commit(self.group_id, offsets)
 
     async def committed(self, tp: TopicPartition) -> int | None:

@@ -45,6 +45,9 @@ class AtLeastOnce(Delivery):
         self._committed: dict[TopicPartition, int] = {}
         self._last_commit = time.monotonic()
         self._committer: asyncio.Task[None] | None = None
+        #: Held while a commit is on its way: commits reach the coordinator one at a time, in
+        #: the order they were made (a commit request, once sent, lands even if nobody waits).
+        self._commit_lock = asyncio.Lock()
 
     async def start(self, consumer: AIOKafkaConsumer) -> None:
         self._consumer = consumer
@@ -102,6 +105,10 @@ class AtLeastOnce(Delivery):
     async def commit_acked(self, state: ClaimState = "running", again: bool = False) -> None:
         """Commit the offsets acknowledged outputs released; with ``again``, also the ones
         committed before (to renew the single-task claim in their metadata)."""
+        async with self._commit_lock:
+            await self._commit_acked(state, again)
+
+    async def _commit_acked(self, state: ClaimState, again: bool) -> None:
         consumer = self._consumer
         new, self._to_commit = self._to_commit, {}
         offsets = {**self._committed_at_start, **self._committed, **new} if again else new
@@ -148,18 +155,27 @@ class AtLeastOnce(Delivery):
         await self._commit_safe(runs)
 
     async def drain(self, runs: Sequence[TaskRun]) -> None:
+        # The periodic commit stops first, after its commit in flight has landed: a "running"
+        # claim reaching the coordinator after the "stopped" one below would leave the group
+        # looking owned until the claim goes stale (a clean stop another host must wait out).
+        await self._stop_committer()
         await self._commit_safe(runs)
         if self.claims:
             await self.commit_acked("stopped", again=True)
+
+    async def _stop_committer(self) -> None:
+        committer, self._committer = self._committer, None
+        if committer is not None:
+            async with self._commit_lock:  # never cancelled mid-commit: let the one in flight land
+                committer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await committer
 
     async def abort(self, runs: Sequence[TaskRun]) -> None:
         """After a failure nothing is open; what was acknowledged before it is still committed."""
         await self.drain(runs)
 
     async def close(self, runs: Iterable[TaskRun]) -> None:
-        if self._committer is not None:
-            self._committer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._committer
+        await self._stop_committer()
         if self._producer is not None:
             await close_quietly(self._producer.stop(), self._close_failed)

@@ -120,3 +120,30 @@ async def test_with_the_guard_off_a_second_replica_starts(monkeypatch: pytest.Mo
     cluster.produce("a", 1, [3_000])
     guard_off = config(["a"], task_grouping_single_guard="false")
     assert await run_until(sidecar(cluster, guard_off), lambda: len(sources(cluster.read(OUT))) == 21) is None
+
+
+async def test_a_periodic_commit_still_in_flight_cannot_outlive_the_stopped_claim(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two helpers saw it on a real broker, about one clean stop in eight: the commit loop's
+    "running" commit landed after the drain's "stopped" one, and another host had to wait the
+    claim out. Here the loop's commit is slow to land while the stop comes."""
+    monkeypatch.setattr(claim, "REFRESH_S", 0.05)
+    monkeypatch.setenv("HOSTNAME", "pod-a")
+    cluster = cluster_with_input()
+    cfg = config(["a"])
+    s = sidecar(cluster, cfg)
+    running = asyncio.create_task(s.run())
+    try:
+        while len(sources(cluster.read(OUT))) < 20:
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.2)
+        cluster.commit_delays = [0.5]  # the next periodic commit (a claim renewal) hangs
+        await asyncio.sleep(0.15)
+    finally:
+        s.request_stop()
+        await running
+    await asyncio.sleep(0.6)  # long enough for a hanging commit to land, had it survived
+    final = decode(cluster.metadata[cfg.effective_group_id][("a", 0)])
+    assert final is not None
+    assert final.state == "stopped"
