@@ -192,6 +192,10 @@ def test_replicas_share_work_only_with_partition_grouping(helm: str, tmp_path: P
     code, _, err = template(helm, write_values(tmp_path, {"replicaCount": 3}))
     assert code != 0
     assert "replicaCount=3 needs config.task.grouping=partition" in err
+    # The real harm, not "idle replicas": each replica would write everything again.
+    assert "each replica merges every input partition" in err
+    assert "once per replica" in err
+    assert "sit idle" not in err
     code, docs, err = template(
         helm, write_values(tmp_path, {"replicaCount": 3, "config": {"task.grouping": "partition"}})
     )
