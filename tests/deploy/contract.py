@@ -1,7 +1,9 @@
-"""The parts of timesync's contract that the deploy artifacts must match, written out here.
+"""The parts of timesync's contract that the deploy artifacts must match.
 
-Kept in the tests on purpose (not read from the docs): a key or metric renamed in the code or
-the docs must be renamed here too, and the deploy tests then show every artifact to update.
+The config keys are written out here on purpose (not read from the docs): a key renamed in the
+code or the docs must be renamed here too, and the deploy tests then show every artifact to
+update. The metrics are read from the sidecar's registry, so that a new metric fails the
+dashboard and docs checks until it is shown there.
 """
 
 from __future__ import annotations
@@ -57,20 +59,40 @@ def env_name(key: str) -> str:
     return "TIMESYNC_" + key.upper().replace(".", "_").replace("-", "_")
 
 
+def _exposed_metrics() -> dict[str, frozenset[str]]:
+    """Series name → labels, from the sidecar's own registry (not a copy kept here): a metric
+    added to ``sidecar/service/metrics.py`` must then reach the dashboard and the docs.
+
+    A counter ``x`` is exposed as ``x_total``; a histogram's series carry ``le``. prometheus_client
+    keeps a metric's label names in ``_labelnames`` (it has no public accessor for them)."""
+    from prometheus_client.metrics import MetricWrapperBase
+
+    from sidecar.service.metrics import Metrics
+
+    metrics = Metrics()
+    labels = {
+        m._name: frozenset(m._labelnames) for m in vars(metrics).values() if isinstance(m, MetricWrapperBase)
+    }
+    exposed: dict[str, frozenset[str]] = {}
+    for family in metrics.registry.collect():
+        if family.type == "counter":
+            exposed[family.name + "_total"] = labels[family.name]
+        elif family.type == "histogram":
+            exposed[family.name] = labels.get(family.name, frozenset()) | {"le"}
+        else:
+            exposed[family.name] = labels[family.name]
+    return exposed
+
+
+def _histograms() -> frozenset[str]:
+    from sidecar.service.metrics import Metrics
+
+    return frozenset(f.name for f in Metrics().registry.collect() if f.type == "histogram")
+
+
 # Prometheus series the sidecar exposes, and the labels each one carries.
-METRICS: dict[str, frozenset[str]] = {
-    "timesync_records_in_total": frozenset(),
-    "timesync_records_out_total": frozenset(),
-    "timesync_enforced_processing_total": frozenset(),
-    "timesync_late_records_total": frozenset(),
-    "timesync_dropped_records_total": frozenset({"reason"}),
-    "timesync_record_lateness_seconds": frozenset({"le"}),  # histogram
-    "timesync_consumer_lag": frozenset({"topic", "partition"}),
-    "timesync_buffered_records": frozenset({"topic", "partition"}),
-    "timesync_watermark_seconds": frozenset({"task"}),
-    "timesync_stream_time_seconds": frozenset({"task"}),
-}
-HISTOGRAMS = frozenset({"timesync_record_lateness_seconds"})
+METRICS: dict[str, frozenset[str]] = _exposed_metrics()
+HISTOGRAMS = _histograms()
 # Labels Prometheus adds to every series from its scrape target.
 TARGET_LABELS = frozenset({"job", "instance", "namespace", "pod", "container", "service"})
 

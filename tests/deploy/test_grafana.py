@@ -117,3 +117,13 @@ def test_the_checks_catch_an_unknown_metric_and_a_bad_query() -> None:
     assert [base_metric(name) for name, _ in found] == [None]
     with pytest.raises(ValueError, match="parenthesis"):
         parse("sum(rate(timesync_records_in_total[1m])")
+
+
+def test_every_metric_is_in_the_deploy_docs_with_its_labels() -> None:
+    """deploy/README.md's metrics table lists each series of the registry, with its labels."""
+    text = (DEPLOY / "README.md").read_text()
+    rows = dict(re.findall(r"^\| `(timesync_\w+)` \|([^|]*)\|", text, flags=re.M))
+    assert sorted(rows) == sorted(METRICS)
+    for name, labels in rows.items():
+        documented = set(re.findall(r"`(\w+)`", labels)) | ({"le"} if "histogram" in labels else set())
+        assert documented == METRICS[name], name

@@ -9,8 +9,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from tests.deploy import command_lines
 from tests.deploy.conftest import CHART, parse_properties, run
 from tests.deploy.contract import CONFIG_DEFAULTS
+from tests.deploy.test_command_lines import problem
 
 pytestmark = pytest.mark.deploy_tools
 
@@ -65,6 +67,26 @@ def test_rendered_objects_are_valid_kubernetes(helm: str, tmp_path: Path, versio
     }
     for doc in docs:
         kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_rendered_pods_turn_service_links_off(helm: str, tmp_path: Path) -> None:
+    """A release named ``timesync`` creates Service ``timesync``: with service links on, every
+    pod of the namespace would get ``TIMESYNC_PORT``, which the sidecar reads as config."""
+    code, docs, err = template(helm, write_values(tmp_path, {"serviceMonitor": {"enabled": True}}))
+    assert code == 0, err
+    specs = [(d["kind"], spec) for d in docs for spec in command_lines.pod_specs(d)]
+    assert [kind for kind, _ in specs] == ["Deployment"]
+    for kind, spec in specs:
+        assert spec["enableServiceLinks"] is False, kind
+
+
+def test_rendered_command_lines_parse(helm: str, tmp_path: Path) -> None:
+    code, docs, err = template(helm, write_values(tmp_path))
+    assert code == 0, err
+    commands = list(command_lines.manifest_commands(docs, "rendered chart"))
+    assert [c.program for c in commands] == [command_lines.SIDECAR]
+    for command in commands:
+        assert problem(command) is None, f"{command}: {problem(command)}"
 
 
 def test_configmap_holds_every_key_with_its_default(helm: str, tmp_path: Path) -> None:
@@ -170,6 +192,10 @@ def test_replicas_share_work_only_with_partition_grouping(helm: str, tmp_path: P
     code, _, err = template(helm, write_values(tmp_path, {"replicaCount": 3}))
     assert code != 0
     assert "replicaCount=3 needs config.task.grouping=partition" in err
+    # The real harm, not "idle replicas": each replica would write everything again.
+    assert "each replica merges every input partition" in err
+    assert "once per replica" in err
+    assert "sit idle" not in err
     code, docs, err = template(
         helm, write_values(tmp_path, {"replicaCount": 3, "config": {"task.grouping": "partition"}})
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import jsonschema
@@ -96,3 +97,16 @@ def test_the_contract_here_matches_the_sidecars_own_config_model() -> None:
 
     own = {k for k in KEYS if not k.startswith(PASSTHROUGH_PREFIXES) and k not in SECRET_KEYS}
     assert own == CONFIG_KEYS, "a key was added to or removed from sidecar/config.py: update the chart"
+
+
+def test_chart_pod_templates_turn_service_links_off() -> None:
+    """Without helm: every template that holds a pod spec says ``enableServiceLinks: false``
+    (a release named ``timesync`` would otherwise give its pods ``TIMESYNC_PORT``, read as config).
+    The rendered chart is checked under ``make deploy-check`` (test_helm.py)."""
+    templates = sorted((CHART / "templates").glob("*.yaml"))
+    with_pods = [t for t in templates if re.search(r"^\s*containers:", t.read_text(), flags=re.M)]
+    assert [t.name for t in with_pods] == ["deployment.yaml"]
+    for template in with_pods:
+        assert re.search(r"^      enableServiceLinks: false$", template.read_text(), flags=re.M), (
+            template.name
+        )

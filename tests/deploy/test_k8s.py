@@ -14,6 +14,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from tests.deploy import command_lines
 from tests.deploy.conftest import K8S, load_all, parse_properties
 from tests.deploy.contract import CONFIG_KEYS, env_name, is_config_key
 
@@ -171,3 +172,18 @@ def test_pods_run_unprivileged_with_a_read_only_root(path: Path) -> None:
             if container["name"] == "timesync":
                 assert ctx["readOnlyRootFilesystem"] is True
                 assert container["resources"]["limits"]["memory"]
+
+
+def test_every_pod_spec_turns_service_links_off() -> None:
+    """Kubernetes injects ``<SERVICE>_SERVICE_HOST``/``_PORT``/… for every Service of the
+    namespace into every pod that does not opt out; our own ``timesync-metrics`` Service alone
+    gives each pod ``TIMESYNC_METRICS_PORT``, which the sidecar would read as config."""
+    specs = [
+        (f"{path.name}: {doc['kind']} {doc['metadata']['name']}", spec)
+        for path in MANIFESTS
+        for doc in load_all(path)
+        for spec in command_lines.pod_specs(doc)
+    ]
+    assert len(specs) == 3  # the standalone Deployment and the two Spark pod templates
+    for where, spec in specs:
+        assert spec.get("enableServiceLinks") is False, where

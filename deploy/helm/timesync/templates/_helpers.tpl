@@ -69,7 +69,7 @@ Fails early, naming the key, when a required key is missing or replicas cannot s
 {{- end }}
 {{- $grouping := index .Values.config "task.grouping" | default "single" }}
 {{- if and (gt (int .Values.replicaCount) 1) (ne $grouping "partition") }}
-{{- fail (printf "replicaCount=%d needs config.task.grouping=partition (got %q): with single grouping one task holds every partition and the other replicas would sit idle" (int .Values.replicaCount) $grouping) }}
+{{- fail (printf "replicaCount=%d needs config.task.grouping=partition (got %q): with single grouping each replica merges every input partition, so the ordered topic would get every record once per replica (under exactly_once_v2 the replicas fence each other instead); the sidecar also refuses to start a second replica of a single-task group unless task.grouping.single.guard=false" (int .Values.replicaCount) $grouping) }}
 {{- end }}
 {{- range $key := keys .Values.config | sortAlpha }}
 {{- $value := index $.Values.config $key }}
