@@ -17,13 +17,15 @@ a clean stop therefore blocks a reset for up to that long; the refusal says so.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
 from aiokafka.structs import OffsetAndMetadata
 
 from sidecar.config import SidecarConfig
@@ -31,6 +33,9 @@ from sidecar.kafka.admin import AdminError, describe_partitions, error_name
 from sidecar.kafka.clients import client_options, connect
 from sidecar.offsets.plan import PartitionFacts, Target
 from sidecar.service import claim
+from sidecar.service.failures import is_retriable
+
+T = TypeVar("T")
 
 #: Group states in which the coordinator has no member (Kafka's ``Empty`` and ``Dead``; a group
 #: that never existed is described as ``Dead``).
@@ -85,6 +90,19 @@ def refusal(
     return None
 
 
+async def _patiently(call: Callable[[], Awaitable[T]]) -> T:
+    """``call()``, retried on retriable errors for up to :data:`claim.COORDINATOR_WAIT_S`: a new
+    cluster creates its offsets topic on the first group request, and a coordinator may move."""
+    deadline = time.monotonic() + claim.COORDINATOR_WAIT_S
+    while True:
+        try:
+            return await call()
+        except KafkaError as e:
+            if not is_retriable(e) or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
 class GroupOffsets:
     """The sidecar's group on its cluster, with the clients a reset needs (``async with``)."""
 
@@ -111,7 +129,7 @@ class GroupOffsets:
         await self.admin.close()
 
     async def partitions(self) -> list[TopicPartition]:
-        topics = list(self.config.input_topics)
+        topics = self.config.topics
         counts = await describe_partitions(self.admin, topics)
         missing = [t for t in topics if t not in counts]
         if missing:
@@ -122,12 +140,14 @@ class GroupOffsets:
 
     async def committed(self) -> dict[TopicPartition, Any]:
         """The group's committed offsets with their metadata (aiokafka's ``OffsetAndMetadata``)."""
-        offsets: dict[TopicPartition, Any] = await self.admin.list_consumer_group_offsets(self.group)
+        offsets: dict[TopicPartition, Any] = await _patiently(
+            lambda: self.admin.list_consumer_group_offsets(self.group)
+        )
         return offsets
 
     async def check_idle(self, committed: dict[TopicPartition, Any]) -> None:
         """Raise :class:`Refused` while a sidecar runs on the group."""
-        members = await group_members(self.admin, self.group)
+        members = await _patiently(lambda: group_members(self.admin, self.group))
         claims = [claim.decode(getattr(o, "metadata", None)) for o in committed.values()]
         refused = refusal(self.group, members, claims, int(time.time() * 1000))
         if refused is not None:
