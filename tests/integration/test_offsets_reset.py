@@ -12,7 +12,7 @@ import pytest
 
 from sidecar.kafka.admin import TopicSpec
 from testkit import kafka_io
-from testkit.offsets_command import committed, committed_metadata, reset
+from testkit.offsets_command import committed, committed_metadata, reset, until_released
 from testkit.workloads import Event
 
 from .conftest import StartSidecar
@@ -111,6 +111,7 @@ async def test_refused_with_one_line_while_a_sidecar_runs_on_the_group(
     assert await committed(bootstrap, group) == before
 
     assert await single.stop() == 0  # a clean stop leaves a stopped claim: the reset may go
+    await until_released(bootstrap, group)
     assert (await reset(bootstrap, [a], out, "--to-earliest")).returncode == 0
     assert await committed(bootstrap, group) == {(a, 0): 0, (a, 1): 0}
 
