@@ -100,10 +100,10 @@ def main(argv: list[str]) -> int:
 
 
 async def reset(config: SidecarConfig, goal: Target, dry_run: bool) -> list[Move]:
-    """Read, plan and (unless ``dry_run``) commit. Refuses before reading anything else, and
-    checks again just before the write, so a sidecar started meanwhile is not overwritten
-    (a narrower window than none; the coordinator also refuses a commit from outside a group
-    that has members)."""
+    """Read, plan and (unless ``dry_run``) commit. Refuses before planning, and checks again
+    just before the write, so a sidecar started while the plan was read is not overwritten (a
+    narrower window, not none: a sidecar starting between the check and the commit would start
+    from the old offsets)."""
     async with GroupOffsets(config) as group:
         tps = await group.partitions()
         committed = await group.committed()

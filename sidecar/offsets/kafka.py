@@ -3,9 +3,8 @@
 Reads: the input partitions (from ``input.topics``), each one's log start and end offsets (the
 last stable offset under ``exactly_once_v2``, as the sidecar reads them), the first offset at or
 after a time (Kafka's ListOffsets by timestamp), the group's committed offsets, and who is in the
-group. Writes: the new offsets, committed for the group by a client that takes no part in it —
-which the group coordinator accepts only while the group has no members, as for Kafka's own
-reset tool.
+group. Writes: the new offsets, committed for the group by a client that takes no part in it, as
+Kafka's own reset tool does, once the group was found without members.
 
 **Who counts as running.** A ``task.grouping=partition`` sidecar is a member of its consumer
 group, so DescribeGroups lists it. A ``task.grouping=single`` sidecar assigns itself the
