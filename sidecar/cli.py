@@ -1,5 +1,8 @@
 """``timesync-sidecar --config FILE [--set key=value ...]`` (also ``python -m sidecar``).
 
+``timesync-sidecar offsets reset ...`` is the offsets command (:mod:`sidecar.offsets.cli`); any
+other invocation runs the sidecar, as it always has.
+
 Runs until SIGTERM or SIGINT, then drains what is safe, commits and exits 0. Exit 2 on a config
 error and 1 on a fatal runtime error, each with one clear line on stderr and no traceback.
 """
@@ -28,7 +31,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="timesync-sidecar", description=__doc__.split("\n\n")[0])
+    parser = _Parser(
+        prog="timesync-sidecar",
+        description=__doc__.split("\n\n")[0],
+        epilog="timesync-sidecar offsets reset --help: move the group's committed offsets (replay)",
+    )
     parser.add_argument("--config", "-c", metavar="FILE", help="a .properties or YAML file of config keys")
     parser.add_argument(
         "--set",
@@ -44,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["offsets"]:
+        from sidecar.offsets.cli import main as offsets_main
+
+        return offsets_main(argv[1:])
     args = build_parser().parse_args(argv)
     warnings.simplefilter("ignore")  # a user sees our one-line errors, never a library's warnings
     try:

@@ -214,3 +214,27 @@ def test_unknown_key_is_rejected_by_the_values_schema(helm: str, tmp_path: Path)
     code, _, err = template(helm, write_values(tmp_path, {"config": {"max.task.idle": 5}}))
     assert code != 0
     assert "max.task.idle" in err
+
+
+def test_prometheus_rule_ships_the_alerts_when_enabled(helm: str, tmp_path: Path) -> None:
+    code, docs, err = template(helm, write_values(tmp_path))
+    assert code == 0, err
+    assert "PrometheusRule" not in kinds(docs), "off by default: it needs the Prometheus Operator's CRDs"
+
+    extra = {"prometheusRule": {"enabled": True, "labels": {"release": "prom"}}}
+    code, docs, err = template(helm, write_values(tmp_path, extra))
+    assert code == 0, err
+    rule = kinds(docs)["PrometheusRule"]
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1"
+    assert rule["metadata"]["namespace"] == "streams"
+    assert rule["metadata"]["labels"]["release"] == "prom"
+    alerts = yaml.safe_load((CHART.parents[1] / "prometheus" / "alerts.yaml").read_text())
+    assert rule["spec"]["groups"] == alerts["groups"], (
+        "the rules as written, {{ $labels }} left for Prometheus"
+    )
+
+
+def test_prometheus_rule_values_are_checked_by_the_schema(helm: str, tmp_path: Path) -> None:
+    code, _, err = template(helm, write_values(tmp_path, {"prometheusRule": {"enabled": True, "rules": []}}))
+    assert code != 0
+    assert "rules" in err
