@@ -31,7 +31,7 @@ from sidecar.core.readiness import IDLE_FOREVER
 
 ENV_PREFIX = "TIMESYNC_"
 #: A timeout that never ends (Kafka's Long.MAX_VALUE).
-FOREVER_MS = 2**63 - 1
+FOREVER_MS = IDLE_FOREVER  # Kafka's Long.MAX_VALUE: "max"
 #: Variables of the Spark job (``TIMESYNC_SPARK_JARS_DIR``...); the sidecar leaves them alone.
 SPARK_ENV_PREFIX = "TIMESYNC_SPARK_"
 
@@ -121,30 +121,12 @@ class SidecarConfig(BaseSettings):
     @field_validator("max_task_idle_ms", mode="before")
     @classmethod
     def _idle(cls, value: Any) -> int:
-        text = str(value).strip().lower()
-        if text in {"max", "long.max_value"}:
-            return IDLE_FOREVER
-        try:
-            idle = int(text)
-        except ValueError:
-            raise ValueError("expected -1, 0, a number of milliseconds, or max") from None
-        if idle < -1:
-            raise ValueError("expected -1, 0, a number of milliseconds, or max")
-        return min(idle, IDLE_FOREVER)
+        return _millis_or_max(value, -1, "expected -1, 0, a number of milliseconds, or max")
 
     @field_validator("delivery_timeout_ms", mode="before")
     @classmethod
     def _delivery_timeout(cls, value: Any) -> int:
-        text = str(value).strip().lower()
-        if text in {"max", "long.max_value"}:
-            return FOREVER_MS
-        try:
-            timeout = int(text)
-        except ValueError:
-            raise ValueError("expected a number of milliseconds (at least 1000), or max") from None
-        if timeout < 1000:
-            raise ValueError("expected a number of milliseconds (at least 1000), or max")
-        return min(timeout, FOREVER_MS)
+        return _millis_or_max(value, 1000, "expected a number of milliseconds (at least 1000), or max")
 
     @field_validator("replication_factor")
     @classmethod
@@ -279,6 +261,20 @@ class _Env(EnvSettingsSource):
 FIELDS = tuple(SidecarConfig.model_fields)
 KEYS = {key_of(f): f for f in FIELDS}
 ENV_NAMES = {ENV_PREFIX + f.upper(): f for f in FIELDS}
+
+
+def _millis_or_max(value: Any, minimum: int, expected: str) -> int:
+    """A duration in ms of at least ``minimum``, or ``max`` (Kafka's Long.MAX_VALUE: forever)."""
+    text = str(value).strip().lower()
+    if text in {"max", "long.max_value"}:
+        return FOREVER_MS
+    try:
+        millis = int(text)
+    except ValueError:
+        raise ValueError(expected) from None
+    if millis < minimum:
+        raise ValueError(expected)
+    return min(millis, FOREVER_MS)
 
 
 def _field_for(key: str, source: str) -> str:
