@@ -29,7 +29,8 @@ REQUIRED = {
 def rendered_services(helm: str, tmp_path: Path, release: str) -> list[dict[str, Any]]:
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump({"config": REQUIRED}))
-    result = run([helm, "template", release, str(CHART), "--namespace", "streams", "-f", str(values)])
+    command = [helm, "template", release, str(CHART), "--namespace", "streams", "-f", str(values)]
+    result = run([*command, "--kube-version", "1.31.0"])
     assert result.returncode == 0, result.stderr
     docs = [d for d in yaml.safe_load_all(result.stdout) if d]
     return [d for d in docs if d["kind"] == "Service"]
