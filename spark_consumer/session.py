@@ -157,7 +157,7 @@ def _what_to_do() -> str:
     return (
         f"either pass --jars-dir DIR (or set {JARS_DIR_ENV}=DIR) naming a directory that holds "
         f"{CONNECTOR}-{version}.jar, spark-token-provider-kafka-0-10_2.13-{version}.jar, kafka-clients "
-        f"and commons-pool2 (in a timesync checkout `make jars` puts them in {DEFAULT_JARS_DIR}); "
+        f"and commons-pool2 (in a timesync checkout, run `make jars` to put them in {DEFAULT_JARS_DIR}); "
         f"or copy those jars into {spark_home() / 'jars'}; or pass --packages (or set {PACKAGES_ENV}=auto) "
         f"to fetch {connector_coordinates(version)} from Maven Central"
     )
