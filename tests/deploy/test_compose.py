@@ -9,9 +9,11 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shutil
 import sys
 from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -20,7 +22,7 @@ import yaml
 
 from sidecar.kafka.admin import TopicSpec
 from testkit.kafka_io import create_topics, read_topics
-from tests.deploy.conftest import DEPLOY, REPO, parse_properties, run
+from tests.deploy.conftest import DEPLOY, parse_properties, run
 from tests.deploy.contract import env_name, is_config_key
 
 COMPOSE = DEPLOY / "compose.yaml"
@@ -107,7 +109,19 @@ def test_every_mounted_file_exists() -> None:
         for mount in service.get("volumes", []):
             source = mount.split(":")[0]
             if source.startswith("."):
-                assert (DEPLOY / source).is_file(), f"{name} mounts missing {source}"
+                assert (DEPLOY / source).exists(), f"{name} mounts missing {source}"
+
+
+def lay_out_mounts(service: str, root: Path) -> None:
+    """Copy ``service``'s bind mounts to where the container sees them, under ``root``."""
+    for mount in compose()["services"][service].get("volumes", []):
+        source, target = mount.split(":")[:2]
+        src, dest = DEPLOY / source, root / target.lstrip("/")
+        if src.is_dir():
+            shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest)
 
 
 def test_kafka_healthcheck_and_topic_script_use_the_internal_listener() -> None:
@@ -123,13 +137,19 @@ def test_kafka_healthcheck_and_topic_script_use_the_internal_listener() -> None:
 
 @pytest.mark.broker
 async def test_demo_producer_writes_a_fast_and_a_slow_topic(
-    bootstrap: str, topic_name: Callable[[str], str]
+    bootstrap: str, topic_name: Callable[[str], str], tmp_path: Path
 ) -> None:
     fast, slow = topic_name("fast"), topic_name("slow")
     await create_topics(bootstrap, [TopicSpec(fast), TopicSpec(slow)])
     args = ["--bootstrap-servers", bootstrap, "--fast-topic", fast, "--slow-topic", slow]
     args += ["--rounds", "1", "--round-seconds", "2", "--fast-rate", "50", "--speed", "8"]
-    result = run([sys.executable, str(DEPLOY / "compose" / "demo_producer.py"), *args], timeout=120, cwd=REPO)
+    # As compose starts it: its mounts (the script, and testkit beside it, which the image does
+    # not ship) laid out under tmp_path, run from outside the checkout.
+    lay_out_mounts("demo-producer", tmp_path)
+    python, script = compose()["services"]["demo-producer"]["entrypoint"]
+    assert python == "python"
+    command = [sys.executable, str(tmp_path / script.lstrip("/")), *args]
+    result = run(command, timeout=120, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "round 1: 140 records" in result.stdout  # 2 s x 50/s fast + 2 s x 2/s x 10 slow
 
