@@ -1,8 +1,9 @@
-"""The chart's Services as helm renders them: the sidecar ignores their link variables (needs helm).
+"""Service links in what we ship: every pod spec turns them off, and the sidecar survives them.
 
 ``tests/unit/test_config_service_links.py`` runs in ``make test`` without helm and derives the
-chart's Services from its files (``tests/deploy/service_links.py``). This checks that derivation
-against the real renderer, and the config against the variables of the really rendered Services.
+chart's Services from its files (``tests/deploy/service_links.py``). The helm tests here (marked
+``deploy_tools``) check that derivation against the real renderer, and the config against the
+variables of the really rendered Services.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ import pytest
 import yaml
 
 from sidecar.config import load_config
-from tests.deploy.conftest import CHART, run
+from tests.deploy.conftest import CHART, K8S, load_all, run
 from tests.deploy.service_links import RELEASES, chart_services, manifest_services, service_link_env
-
-pytestmark = pytest.mark.deploy_tools
 
 REQUIRED = {
     "bootstrap.servers": "kafka:9092",
@@ -46,11 +45,39 @@ def shape(services: list[dict[str, Any]]) -> list[tuple[str, list[tuple[Any, ...
     ]
 
 
+def pod_specs(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    specs = []
+    for doc in docs:
+        if doc.get("kind") == "Pod":
+            specs.append(doc["spec"])
+        elif doc.get("kind") in {"Deployment", "StatefulSet", "DaemonSet", "Job"}:
+            specs.append(doc["spec"]["template"]["spec"])
+    return specs
+
+
+def test_every_pod_spec_in_the_manifests_turns_service_links_off() -> None:
+    specs = [spec for path in sorted(K8S.glob("*.yaml")) for spec in pod_specs(load_all(path))]
+    assert len(specs) == 3  # the Deployment, the Spark driver and executor pod templates
+    assert all(spec.get("enableServiceLinks") is False for spec in specs)
+
+
+@pytest.mark.deploy_tools
+def test_the_charts_pod_spec_turns_service_links_off(helm: str, tmp_path: Path) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({"config": REQUIRED}))
+    result = run([helm, "template", "ts", str(CHART), "-f", str(values), "--kube-version", "1.31.0"])
+    assert result.returncode == 0, result.stderr
+    (spec,) = pod_specs([d for d in yaml.safe_load_all(result.stdout) if d])
+    assert spec["enableServiceLinks"] is False
+
+
+@pytest.mark.deploy_tools
 @pytest.mark.parametrize("release", RELEASES)
 def test_the_derived_chart_services_are_what_helm_renders(helm: str, tmp_path: Path, release: str) -> None:
     assert shape(rendered_services(helm, tmp_path, release)) == shape(chart_services(release))
 
 
+@pytest.mark.deploy_tools
 @pytest.mark.parametrize("release", RELEASES)
 def test_the_link_variables_of_the_rendered_services_are_ignored(
     helm: str, tmp_path: Path, release: str
