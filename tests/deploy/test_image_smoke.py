@@ -41,6 +41,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,10 +65,10 @@ IMAGE_PATH = re.compile(r"(?<![\w/.])(?:/opt/java/openjdk|/(?:opt|etc|tmp)(?=/|$
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so", "_stamp_encoder.c")
 
 
-def checked(cmd: list[str], *, timeout: float = 600, **kw: object) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)  # type: ignore[call-overload]
+def checked(cmd: list[str], *, timeout: float = 600, **kw: Any) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
     assert result.returncode == 0, f"{shlex.join(cmd)} exited {result.returncode}:\n{result.stderr[-3000:]}"
-    return result  # type: ignore[no-any-return]
+    return result
 
 
 # -- the image's file system -------------------------------------------------------------------
