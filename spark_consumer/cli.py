@@ -106,7 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     spark = common.add_argument_group("spark")
     spark.add_argument("--master", help="Spark master (default local[*])")
     spark.add_argument(
-        "--jars-dir", type=Path, help="directory with the Kafka connector jars (default .cache/jars/spark)"
+        "--jars-dir",
+        type=Path,
+        help="directory with the Kafka connector jars (default: none if the connector is on Spark's "
+        "classpath already, else the checkout's .cache/jars/spark)",
     )
     spark.add_argument(
         "--packages",

@@ -3,10 +3,11 @@
 Three things must be right *before* the first SparkSession of the process starts, because the
 driver JVM reads them once:
 
-- **The Kafka connector.** Spark's Kafka source is not inside the pyspark wheel. On machines
-  without Ivy access to Maven Central the jars come from ``make jars`` (``deploy/local/pom.xml``
-  copies ``spark-sql-kafka-0-10_2.13`` and its dependencies into ``.cache/jars/spark``) and go on
-  ``spark.jars``; machines that do reach Maven Central can use ``spark.jars.packages`` instead.
+- **The Kafka connector.** Spark's Kafka source is not inside the pyspark wheel. It may already
+  be on Spark's classpath (the timesync-spark image copies it into pyspark's own ``jars/``);
+  otherwise the jars come from a directory (``--jars-dir``; in a checkout ``make jars`` fills
+  ``.cache/jars/spark`` from ``deploy/local/pom.xml``) and go on ``spark.jars``, or, on machines
+  that reach Maven Central, from Ivy (``spark.jars.packages``). :func:`connector_conf` has the order.
 - **The Python workers.** ``transformWithStateInPandas`` runs in worker processes that must use
   the driver's interpreter (the one with pandas, pyarrow and protobuf), so ``PYSPARK_PYTHON`` and
   ``PYSPARK_DRIVER_PYTHON`` are set to :data:`sys.executable`.
@@ -77,41 +78,122 @@ def connector_coordinates(version: str | None = None) -> str:
 def find_connector_jars(jars_dir: Path) -> list[Path]:
     """The jars in ``jars_dir``, checked to hold the connector at exactly pyspark's version.
 
-    Raises :class:`SessionError` saying what to run when the jars are missing or mismatched.
+    Raises :class:`SessionError` saying what to do when the jars are missing or mismatched.
     """
-    version = pyspark_version()
     jars = sorted(jars_dir.glob("*.jar")) if jars_dir.is_dir() else []
-    connectors = [j for j in jars if j.name.startswith(CONNECTOR + "-")]
-    if not connectors:
+    if not _connectors(jars):
         raise SessionError(
-            f"Spark's Kafka connector ({CONNECTOR}-{version}.jar) is not in {jars_dir}: run `make jars` "
-            f"in the timesync checkout, or point {JARS_DIR_ENV} / --jars-dir at a directory holding the "
-            f"connector and its dependencies, or use --packages on a machine that reaches Maven Central"
+            f"Spark's Kafka connector ({CONNECTOR}-{pyspark_version()}.jar) is not in {jars_dir}; "
+            + _what_to_do()
         )
-    wanted = f"{CONNECTOR}-{version}.jar"
-    if not any(j.name == wanted for j in connectors):
-        found = ", ".join(j.name for j in connectors)
-        raise SessionError(
-            f"{jars_dir} holds {found} but pyspark is {version}: the connector must match pyspark "
-            f"exactly; pin the same version in deploy/local/pom.xml and rerun `make jars`"
-        )
+    _check_version(jars, str(jars_dir))
     return jars
 
 
+def spark_home() -> Path:
+    """The Spark installation the driver JVM starts from: ``$SPARK_HOME``, else pyspark's own
+    directory (what pyspark's launcher uses). Every jar in its ``jars/`` is on the classpath of
+    the driver and of executors started from the same image."""
+    env = os.environ.get("SPARK_HOME")
+    if env:
+        return Path(env)
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+def classpath_connector(options: SessionOptions) -> str | None:
+    """Where Spark already gets the connector from without our help, or ``None``.
+
+    Looks at ``spark.jars`` / ``spark.jars.packages`` given as ``--conf`` (``options.conf``) or in
+    ``spark-defaults.conf`` (``$SPARK_CONF_DIR``, else ``$SPARK_HOME/conf``), and at the jars in
+    :func:`spark_home`'s ``jars/`` (checked to match pyspark's version).
+    """
+    defaults = _spark_defaults()
+    for key in ("spark.jars", "spark.jars.packages"):
+        for source, conf in (("--conf", options.conf), ("spark-defaults.conf", defaults)):
+            if CONNECTOR in conf.get(key, ""):
+                return f"{key} ({source})"
+    jars_dir = spark_home() / "jars"
+    jars = sorted(jars_dir.glob("*.jar")) if jars_dir.is_dir() else []
+    if _connectors(jars):
+        _check_version(jars, str(jars_dir))
+        return str(jars_dir)
+    return None
+
+
 def connector_conf(options: SessionOptions) -> dict[str, str]:
-    """``spark.jars`` or ``spark.jars.packages`` for the Kafka connector.
+    """``spark.jars`` or ``spark.jars.packages`` for the Kafka connector (empty if none is needed).
 
     Order: ``options.packages`` or ``$TIMESYNC_SPARK_PACKAGES`` (Maven coordinates, or ``auto``
-    for the connector at pyspark's version, resolved by Ivy); else ``options.jars_dir``,
-    ``$TIMESYNC_SPARK_JARS_DIR``, or the checkout's ``.cache/jars/spark``.
+    for the connector at pyspark's version, resolved by Ivy); else ``options.jars_dir`` or
+    ``$TIMESYNC_SPARK_JARS_DIR`` (must hold the connector); else nothing when the connector is
+    already on Spark's classpath (:func:`classpath_connector`); else the checkout's
+    ``.cache/jars/spark``. When none of these has it, :class:`SessionError` says what to do.
     """
     packages = options.packages or os.environ.get(PACKAGES_ENV)
     if packages:
         coords = connector_coordinates() if packages == "auto" else packages
         return {"spark.jars.packages": coords}
     env_dir = os.environ.get(JARS_DIR_ENV)
-    jars_dir = options.jars_dir or (Path(env_dir) if env_dir else DEFAULT_JARS_DIR)
-    return {"spark.jars": ",".join(str(j) for j in find_connector_jars(jars_dir))}
+    jars_dir = options.jars_dir or (Path(env_dir) if env_dir else None)
+    if jars_dir is not None:
+        return {"spark.jars": ",".join(str(j) for j in find_connector_jars(jars_dir))}
+    if classpath_connector(options) is not None:
+        return {}
+    jars = sorted(DEFAULT_JARS_DIR.glob("*.jar")) if DEFAULT_JARS_DIR.is_dir() else []
+    if _connectors(jars):
+        _check_version(jars, str(DEFAULT_JARS_DIR))
+        return {"spark.jars": ",".join(str(j) for j in jars)}
+    raise SessionError(
+        f"Spark's Kafka connector ({CONNECTOR}-{pyspark_version()}.jar) is not on Spark's classpath "
+        f"(not in {spark_home() / 'jars'}, spark.jars or spark.jars.packages) and no --jars-dir was "
+        "given; " + _what_to_do()
+    )
+
+
+def _what_to_do() -> str:
+    version = pyspark_version()
+    return (
+        f"either pass --jars-dir DIR (or set {JARS_DIR_ENV}=DIR) naming a directory that holds "
+        f"{CONNECTOR}-{version}.jar, spark-token-provider-kafka-0-10_2.13-{version}.jar, kafka-clients "
+        f"and commons-pool2 (in a timesync checkout, run `make jars` to put them in {DEFAULT_JARS_DIR}); "
+        f"or copy those jars into {spark_home() / 'jars'}; or pass --packages (or set {PACKAGES_ENV}=auto) "
+        f"to fetch {connector_coordinates(version)} from Maven Central"
+    )
+
+
+def _connectors(jars: list[Path]) -> list[Path]:
+    return [j for j in jars if j.name.startswith(CONNECTOR + "-")]
+
+
+def _check_version(jars: list[Path], where: str) -> None:
+    version = pyspark_version()
+    connectors = _connectors(jars)
+    if not any(j.name == f"{CONNECTOR}-{version}.jar" for j in connectors):
+        found = ", ".join(j.name for j in connectors)
+        raise SessionError(
+            f"{where} holds {found} but pyspark is {version}: the connector must match pyspark "
+            f"exactly; use {CONNECTOR}-{version}.jar and its dependencies at the same version "
+            f"(in a checkout: pin it in deploy/local/pom.xml and rerun `make jars`)"
+        )
+
+
+def _spark_defaults() -> dict[str, str]:
+    """``spark-defaults.conf`` as the launcher reads it: ``key value`` (or ``key=value``) lines."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    path = Path(conf_dir) if conf_dir else spark_home() / "conf"
+    try:
+        text = (path / "spark-defaults.conf").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    out = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.replace("=", " ", 1).partition(" ")
+            out[key.strip()] = value.strip()
+    return out
 
 
 def session_conf(options: SessionOptions) -> dict[str, str]:
@@ -174,6 +256,8 @@ def _check_connector(spark: SparkSession) -> None:
     jars = conf.get("spark.jars", "") or ""
     packages = conf.get("spark.jars.packages", "") or ""
     if re.search(re.escape(CONNECTOR), jars + "," + packages):
+        return
+    if classpath_connector(SessionOptions()) is not None:
         return
     raise SessionError(
         "a SparkSession is already running without Spark's Kafka connector; spark.jars must be set "

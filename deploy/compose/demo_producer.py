@@ -4,7 +4,9 @@ Each round writes ``testkit.workloads.skewed`` live (paced at the records' arriv
 fast topic at a steady rate, the slow topic held back and written in bursts, so its records
 arrive long after faster records with later event times — the disorder timesync undoes.
 
-It runs in the timesync-sidecar image (the ``bench`` package is part of the distribution):
+It runs in the timesync-sidecar image, which has the sidecar and its dependencies but not
+``testkit``: compose mounts the checkout's ``testkit/`` beside this file (``/opt/demo``), where
+Python finds it as the script's own directory:
 
     python demo_producer.py --bootstrap-servers kafka:9092 --fast-topic demo.fast --slow-topic demo.slow
 """

@@ -91,7 +91,9 @@ def test_spark_target_has_java_17_the_connector_jars_and_the_job_entrypoint() ->
     assert "temurin-17" in images["jars"]
     jars = " ".join(all_stages["jars"])
     assert "-f spark/pom.xml dependency:copy-dependencies" in jars
-    assert 'pip install --no-cache-dir "/src[spark]"' in " ".join(all_stages["build-spark"])
+    assert 'pip install --no-cache-dir "$(ls /dist/timesync-*.whl)[spark]"' in " ".join(
+        all_stages["build-spark"]
+    )
     spark = all_stages["spark"]
     assert "COPY --from=jre /opt/java/openjdk /opt/java/openjdk" in spark
     assert any(line.startswith("COPY --from=jars /jars/spark/") for line in spark)

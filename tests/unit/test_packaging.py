@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_without_a_c_compiler_the_package_builds_without_the_encoder(tmp_path: Path) -> None:
     source = tmp_path / "src"
     source.mkdir()
-    for name in ("pyproject.toml", "setup.py", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE", "MANIFEST.in"):
         shutil.copy(ROOT / name, source / name)
-    for package in ("sidecar", "spark_consumer", "bench"):
+    for package in ("sidecar", "spark_consumer"):
         shutil.copytree(
             ROOT / package, source / package, ignore=shutil.ignore_patterns("*.so", "*.c", "__pycache__")
         )
