@@ -82,6 +82,7 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.restamped.labels("partition-time")  # its one reason: a series from the start, at 0
         #: Per task: the core's drop and restamp counts already added to the counters above.
         self._counted: dict[str, dict[tuple[str, str], int]] = {}
         self.heartbeats = Counter("timesync_heartbeats", "Watermark control records written", registry=r)

@@ -17,6 +17,8 @@ import pytest
 import yaml
 
 from sidecar import cli as sidecar_cli
+from sidecar.offsets import cli as offsets_cli
+from sidecar.offsets.plan import PlanError
 from sidecar.config import KEYS
 from spark_consumer import cli as spark_cli
 from spark_consumer.options import UsageError
@@ -32,7 +34,10 @@ def problem(command: CommandLine) -> str | None:
     argv = list(command.argv)
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
-            if command.program == SIDECAR:
+            if command.program == SIDECAR and argv[:1] == ["offsets"]:  # its own command
+                offsets_args = offsets_cli.build_parser().parse_args(argv[1:])
+                offsets_cli._goal(offsets_args)
+            elif command.program == SIDECAR:
                 args = sidecar_cli.build_parser().parse_args(argv)
                 unknown = [s.partition("=")[0] for s in args.set if s.partition("=")[0].strip() not in KEYS]
                 if unknown:
@@ -43,7 +48,7 @@ def problem(command: CommandLine) -> str | None:
             if e.code == 0 and ("--help" in argv or "-h" in argv or "--version" in argv):
                 return None
             return f"exit {e.code}: {err.getvalue().strip()}"
-        except UsageError as e:
+        except (UsageError, PlanError) as e:
             return f"usage error: {e}"
     return None
 
