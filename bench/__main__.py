@@ -2,6 +2,7 @@
 
 python -m bench run [--quick] [--out DIR] [--seed N] [--workloads a,b] [--no-spark]
 python -m bench core [--records N] [--quick] [--out DIR]
+python -m bench readme [--results results/results.json] [--pending]
 """
 
 from __future__ import annotations
@@ -61,7 +62,32 @@ def main(argv: list[str] | None = None) -> int:
     core.add_argument("--records", type=int, default=1_000_000, help="records per configuration")
     core.add_argument("--quick", action="store_true", help="100k records per configuration")
     core.add_argument("--out", type=Path, default=Path("results"), help="where core.json and core.md go")
+    readme = sub.add_parser(
+        "readme",
+        help="rewrite the generated blocks of README.md, bench/README.md and deploy/README.md",
+        description="Rewrite every <!-- bench:NAME --> block of the READMEs from one full run's "
+        "results.json and copy its figures into bench/figures/. A quick run's results are refused "
+        "(its figures are not measurements); --pending writes the 'no full run yet' text instead.",
+    )
+    readme.add_argument("--results", type=Path, default=Path("results") / "results.json")
+    readme.add_argument("--pending", action="store_true", help="write the 'no full run recorded' text")
     args = parser.parse_args(argv)
+
+    if args.command == "readme":
+        from bench import report
+
+        repo = Path(__file__).resolve().parents[1]
+        results = None
+        if not args.pending:
+            results = json.loads(args.results.read_text())
+            if results.get("quick"):
+                print(
+                    f"{args.results} is a --quick run: its figures are not measurements; READMEs left alone"
+                )
+                return 0
+        for path in report.update_readmes(results, repo, args.results.parent):
+            print(f"rewritten: {path.relative_to(repo)}")
+        return 0
 
     if args.command == "run":
         workloads = None

@@ -79,7 +79,7 @@ def _slope(xs: list[float], ys: list[float]) -> float | None:
     mx = sum(x for x, _ in pts) / len(pts)
     my = sum(y for _, y in pts) / len(pts)
     var = sum((x - mx) ** 2 for x, _ in pts)
-    return round(sum((x - mx) * (y - my) for x, y in pts) / var, 2) if var else None
+    return round(sum((x - mx) * (y - my) for x, y in pts) / var, 2) + 0.0 if var else None
 
 
 def classify(slope: float | None) -> str | None:

@@ -202,13 +202,13 @@ def clickstream(
             {
                 "ts": ts,
                 "seq": i,
-                "user": "u-%06d" % user,
-                "session": "%016x" % rng.getrandbits(64),
+                "user": f"u-{user:06d}",
+                "session": f"{rng.getrandbits(64):016x}",
                 "event": rng.choice(_EVENTS),
                 "page": rng.choice(_PAGES),
                 "device": rng.choice(_DEVICES),
                 "country": rng.choice(_COUNTRIES),
-                "item": {"sku": "SKU-%06d" % rng.randrange(1_000_000), "qty": rng.randrange(1, 5)},
+                "item": {"sku": f"SKU-{rng.randrange(1_000_000):06d}", "qty": rng.randrange(1, 5)},
                 "price_cents": rng.randrange(100, 50_000),
                 "referrer": rng.choice(_REFERRERS),
             }
