@@ -19,10 +19,17 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 
 from bench.systems import LZ4_HC
 
-COLOURS = {"passthrough": "#7f7f7f", "timesync": "#1f77b4", "kafka-streams": "#d62728", "optimum": "#2ca02c"}
+COLOURS = {
+    "passthrough": "#7f7f7f",
+    "rdkafka-copy": "#8c564b",
+    "timesync": "#1f77b4",
+    "kafka-streams": "#d62728",
+    "optimum": "#2ca02c",
+}
 MARKERS = {"-1": "v", "0": "o", "100": "s", "1000": "D", "max": "^", None: "*"}
 
 
@@ -134,7 +141,8 @@ def throughput_plot(shapes: list[dict[str, Any]], path: Path) -> Path:
             ax.text(r["records_per_s"], y, f" {r['records_per_s']:,}{ratio}", va="center", fontsize=7)
         top = tp["ceiling"]["records_per_s"]
         ax.axvline(top, color="black", linestyle="--", linewidth=1)
-        ax.text(top, -0.6, f"ceiling {top:,}", fontsize=7, ha="right")
+        ax.text(top, 1.01, f"ceiling {top:,}", fontsize=7, ha="center", transform=ax.get_xaxis_transform())
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,.0f}"))
         ax.invert_yaxis()
         ax.set_xlabel("records/s (steady, same backlog; × = ratio to the ceiling)")
         ax.set_title(f"{tp['shape']}: {tp['records']:,} records, {tp['value_bytes']:g} B values", fontsize=9)
@@ -176,8 +184,12 @@ def curve_plots(curves: dict[str, Any], out_dir: Path) -> list[Path]:
                     color=_colour(system),
                     label=label,
                 )
+        ticks = sorted({r[axis] for r in runs if r[fixed] == held})
         for ax, metric in zip(axes, CURVE_LABELS, strict=True):
             ax.set_xscale("log")
+            ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,.6g}"))
             ax.set_xlabel(xlabel)
             ax.set_title(CURVE_LABELS[metric])
             ax.grid(True, which="both", alpha=0.3)
