@@ -216,6 +216,15 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
         f"Python {v['python']}, aiokafka {v['aiokafka']}, Kafka broker {v['kafka_broker']}, "
         f"Kafka Streams {v['kafka_streams']}, pyspark {v['pyspark']}, {v['java']}",
         "",
+        *(
+            [
+                "> `--quick`: small backlogs on whatever else the machine runs — these figures show that "
+                "every part works, not how fast it is.",
+                "",
+            ]
+            if results["quick"]
+            else []
+        ),
         "## Goals",
         "",
         "| goal | measured | met |",
