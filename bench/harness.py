@@ -193,7 +193,8 @@ async def throughput_run(
         await sampler.stop()
         fields = _usage_fields(system.pid, system.cpu_at_ready_s)
         start_s = system.start_s
-    first, last = await collect.edge_append_times(bootstrap, output, out_parts)
+    # The end markers (one per input partition) come last: read past them to the data records.
+    first, last = await collect.edge_append_times(bootstrap, output, out_parts, tail=backlog.markers + 64)
     span_ms = max(1, last - first)
     steady = collect.steady_rate(samples, expected) if samples else None
     drain_cpu = sampler.cpu_at(last) - sampler.cpu_at(first)
