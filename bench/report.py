@@ -554,8 +554,9 @@ def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
         + _added_p99(results)
         + ". Details, cost curves and every workload: [bench/README.md](bench/README.md).",
     ]
-    full = markdown(results).split("\n## ", 1)[1]  # everything after the title and run line
-    sections = {s.split("\n", 1)[0]: s.split("\n", 1)[1] for s in ("## " + full).split("\n## ")[1:]}
+    # The report's "## Heading" sections by heading (the first part is the title and run line).
+    parts = markdown(results).split("\n## ")[1:]
+    sections = {part.split("\n", 1)[0]: part.split("\n", 1)[1] for part in parts}
     goals_table = sections.get("Goals", "").strip()
     results_block = [
         _provenance(results),

@@ -102,3 +102,6 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
     for readme in bench_report.READMES:
         for name in bench_report.block_names((REPO / readme).read_text()):
             assert blocks[name].strip(), f"{readme}: block {name} came out empty"
+    assert "| timesync throughput ≥" in blocks["results"], (
+        "the goals table is missing from bench/README's block"
+    )
