@@ -1,6 +1,6 @@
 """``python -m bench``: the benchmark harness.
 
-python -m bench run [--quick] [--out DIR] [--seed N] [--workloads a,b] [--no-spark]
+python -m bench run [--quick] [--out DIR] [--seed N] [--workloads a,b] [--no-spark] [--no-live] [--no-curves]
 python -m bench core [--records N] [--quick] [--out DIR]
 python -m bench readme [--results results/results.json] [--pending]
 """
@@ -15,7 +15,15 @@ from pathlib import Path
 from bench import scenarios
 
 
-def run_bench(quick: bool, out: Path, seed: int, workloads: list[str] | None, spark: bool) -> int:
+def run_bench(
+    quick: bool,
+    out: Path,
+    seed: int,
+    workloads: list[str] | None,
+    spark: bool,
+    live: bool = True,
+    curves: bool = True,
+) -> int:
     """Run the benchmark and write results.json, report.md and the plots into ``out``."""
     import asyncio
     import logging
@@ -27,7 +35,7 @@ def run_bench(quick: bool, out: Path, seed: int, workloads: list[str] | None, sp
     from testkit.local_broker import kafka
 
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    plan = bench_plan.plan(quick, seed, workloads, spark)
+    plan = bench_plan.plan(quick, seed, workloads, spark, live, curves)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     console.print("[bold]timesync bench[/]: starting the broker (KAFKA_BOOTSTRAP_SERVERS or a local one)…")
@@ -58,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seed", type=int, default=42, help="seed of every workload generator")
     run.add_argument("--workloads", help=f"comma list out of {','.join(scenarios.NAMES)}")
     run.add_argument("--no-spark", action="store_true", help="skip the Spark part")
+    run.add_argument("--no-live", action="store_true", help="skip the live workloads (latency, disorder)")
+    run.add_argument("--no-curves", action="store_true", help="skip the cost curves")
     core = sub.add_parser("core", help="records/s through MergeTask alone (no broker)")
     core.add_argument("--records", type=int, default=1_000_000, help="records per configuration")
     core.add_argument("--quick", action="store_true", help="100k records per configuration")
@@ -98,7 +108,15 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(
                     f"--workloads: unknown {', '.join(unknown)}; known: {', '.join(scenarios.NAMES)}"
                 )
-        return run_bench(args.quick, args.out, args.seed, workloads, not args.no_spark)
+        return run_bench(
+            args.quick,
+            args.out,
+            args.seed,
+            workloads,
+            not args.no_spark,
+            not args.no_live,
+            not args.no_curves,
+        )
 
     if args.command == "core":
         from bench import core as bench_core

@@ -667,19 +667,23 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
     mark = time.monotonic()
     throughput = await throughput_phase(bootstrap, tag, p, log_dir)
     phases["throughput"] = round(time.monotonic() - mark, 1)
-    mark = time.monotonic()
-    from bench import curves
+    cost_curves = None
+    if p.curves:
+        from bench import curves
 
-    cost_curves = await curves.curves_phase(bootstrap, tag, p, log_dir)
-    phases["curves"] = round(time.monotonic() - mark, 1)
+        mark = time.monotonic()
+        cost_curves = await curves.curves_phase(bootstrap, tag, p, log_dir)
+        phases["curves"] = round(time.monotonic() - mark, 1)
     early = None
     if p.spark and p.quick:
         from bench import spark_bench
 
         early = spark_bench.EarlySession()
-    mark = time.monotonic()
-    live = await live_phase(bootstrap, tag, p, log_dir)
-    phases["live"] = round(time.monotonic() - mark, 1)
+    live: list[dict[str, Any]] = []
+    if p.live:
+        mark = time.monotonic()
+        live = await live_phase(bootstrap, tag, p, log_dir)
+        phases["live"] = round(time.monotonic() - mark, 1)
     spark = None
     if p.spark:
         from bench import spark_bench

@@ -6,6 +6,7 @@ plan without importing each other.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,6 +42,8 @@ class Plan:
     curve_records: int = 300_000
     curve_bytes: int = 300_000_000  # at most this many value bytes per point (10 KB: 30,000 records)
     spark: bool = True
+    live: bool = True  # the live workloads (latency, disorder)
+    curves: bool = True  # the cost curves
     spark_idle: str = "max"
     spark_duration_s: float = 31.0
     spark_rate_per_s: float = 200.0  # orders per second (as many payments)
@@ -59,8 +62,20 @@ KS_USERS = tuple(SystemSpec("kafka-streams", "0", profile=name) for name in KS_P
 RDKAFKA = SystemSpec("rdkafka-copy")
 
 
-def plan(quick: bool, seed: int = 42, workloads: Sequence[str] | None = None, spark: bool = True) -> Plan:
-    """The full run (every idle value, every workload) or ``--quick`` (a subset, small sizes)."""
+def plan(
+    quick: bool,
+    seed: int = 42,
+    workloads: Sequence[str] | None = None,
+    spark: bool = True,
+    live: bool = True,
+    curves: bool = True,
+) -> Plan:
+    """The full run (every idle value, every workload) or ``--quick`` (a subset, small sizes);
+    ``live``/``curves``/``spark`` False leave that phase out (the throughput phase always runs)."""
+    return dataclasses.replace(_plan(quick, seed, workloads, spark), live=live, curves=curves)
+
+
+def _plan(quick: bool, seed: int, workloads: Sequence[str] | None, spark: bool) -> Plan:
     if quick:
         live = (
             SystemSpec("passthrough"),

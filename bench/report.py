@@ -88,6 +88,8 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
         written += curve_plots(results["curves"], out_dir)
 
     n = len(results["workloads"])
+    if not n:  # --no-live
+        return written
     cols = min(3, n) or 1
     rows = (n + cols - 1) // cols or 1
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
