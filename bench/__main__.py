@@ -95,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
                     f"{args.results} is a --quick run: its figures are not measurements; READMEs left alone"
                 )
                 return 0
+            if not results.get("workloads") or results.get("curves") is None or results.get("spark") is None:
+                print(
+                    f"{args.results} is a partial run (--no-live/--no-curves/--no-spark): READMEs left alone"
+                )
+                return 0
         for path in report.update_readmes(results, repo, args.results.parent):
             print(f"rewritten: {path.relative_to(repo)}")
         return 0
