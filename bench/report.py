@@ -142,12 +142,15 @@ def throughput_plot(shapes: list[dict[str, Any]], path: Path) -> Path:
             ratio = f" ({r['vs_ceiling']:.2f}×)" if r.get("vs_ceiling") else ""
             ax.text(r["records_per_s"], y, f" {r['records_per_s']:,}{ratio}", va="center", fontsize=7)
         top = tp["ceiling"]["records_per_s"]
+        ax.set_xlim(0, 1.3 * max([top, *(r["records_per_s"] for r in runs)]))  # room for the labels
         ax.axvline(top, color="black", linestyle="--", linewidth=1)
         ax.text(top, 1.01, f"ceiling {top:,}", fontsize=7, ha="center", transform=ax.get_xaxis_transform())
         ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,.0f}"))
         ax.invert_yaxis()
         ax.set_xlabel("records/s (steady, same backlog; × = ratio to the ceiling)")
-        ax.set_title(f"{tp['shape']}: {tp['records']:,} records, {tp['value_bytes']:g} B values", fontsize=9)
+        ax.set_title(
+            f"{tp['shape']}: {tp['records']:,} records, {tp['value_bytes']:g} B values", fontsize=9, pad=14
+        )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
