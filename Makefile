@@ -74,11 +74,14 @@ format: $(STAMP_PY)
 demo: $(STAMP_PY) $(STAMP_JARS)
 	$(PY) -m bench.demo
 
-# The benchmark (bench/README.md): every system and setting on every workload, ~40 min on 2 cores.
-# BENCH_ARGS=--quick for the < 3 min version; results, report and plots go to results/.
+# The benchmark (bench/README.md): every system and setting on every workload, about an hour on 2 cores.
+# BENCH_ARGS=--quick for the < 3 min version; results, report and plots go to results/. A full run
+# then rewrites the generated figure blocks of the READMEs (python -m bench readme; a quick run's
+# results are refused there).
 BENCH_ARGS ?=
 bench: $(STAMP_PY) $(STAMP_JARS)
 	$(PY) -m bench run $(BENCH_ARGS)
+	$(PY) -m bench readme --results results/results.json
 
 broker-start: $(STAMP_JARS)
 	$(PYTHON) deploy/local/kafka.py start

@@ -1,7 +1,8 @@
 """``python -m bench``: the benchmark harness.
 
-python -m bench run [--quick] [--out DIR] [--seed N] [--workloads a,b] [--no-spark]
+python -m bench run [--quick] [--out DIR] [--seed N] [--workloads a,b] [--no-spark] [--no-live] [--no-curves]
 python -m bench core [--records N] [--quick] [--out DIR]
+python -m bench readme [--results results/results.json] [--pending]
 """
 
 from __future__ import annotations
@@ -14,7 +15,15 @@ from pathlib import Path
 from bench import scenarios
 
 
-def run_bench(quick: bool, out: Path, seed: int, workloads: list[str] | None, spark: bool) -> int:
+def run_bench(
+    quick: bool,
+    out: Path,
+    seed: int,
+    workloads: list[str] | None,
+    spark: bool,
+    live: bool = True,
+    curves: bool = True,
+) -> int:
     """Run the benchmark and write results.json, report.md and the plots into ``out``."""
     import asyncio
     import logging
@@ -26,7 +35,7 @@ def run_bench(quick: bool, out: Path, seed: int, workloads: list[str] | None, sp
     from testkit.local_broker import kafka
 
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
-    plan = bench_plan.plan(quick, seed, workloads, spark)
+    plan = bench_plan.plan(quick, seed, workloads, spark, live, curves)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     console.print("[bold]timesync bench[/]: starting the broker (KAFKA_BOOTSTRAP_SERVERS or a local one)…")
@@ -57,11 +66,43 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--seed", type=int, default=42, help="seed of every workload generator")
     run.add_argument("--workloads", help=f"comma list out of {','.join(scenarios.NAMES)}")
     run.add_argument("--no-spark", action="store_true", help="skip the Spark part")
+    run.add_argument("--no-live", action="store_true", help="skip the live workloads (latency, disorder)")
+    run.add_argument("--no-curves", action="store_true", help="skip the cost curves")
     core = sub.add_parser("core", help="records/s through MergeTask alone (no broker)")
     core.add_argument("--records", type=int, default=1_000_000, help="records per configuration")
     core.add_argument("--quick", action="store_true", help="100k records per configuration")
     core.add_argument("--out", type=Path, default=Path("results"), help="where core.json and core.md go")
+    readme = sub.add_parser(
+        "readme",
+        help="rewrite the generated blocks of README.md, bench/README.md and deploy/README.md",
+        description="Rewrite every <!-- bench:NAME --> block of the READMEs from one full run's "
+        "results.json and copy its figures into bench/figures/. A quick run's results are refused "
+        "(its figures are not measurements); --pending writes the 'no full run yet' text instead.",
+    )
+    readme.add_argument("--results", type=Path, default=Path("results") / "results.json")
+    readme.add_argument("--pending", action="store_true", help="write the 'no full run recorded' text")
     args = parser.parse_args(argv)
+
+    if args.command == "readme":
+        from bench import report
+
+        repo = Path(__file__).resolve().parents[1]
+        results = None
+        if not args.pending:
+            results = json.loads(args.results.read_text())
+            if results.get("quick"):
+                print(
+                    f"{args.results} is a --quick run: its figures are not measurements; READMEs left alone"
+                )
+                return 0
+            if not results.get("workloads") or results.get("curves") is None or results.get("spark") is None:
+                print(
+                    f"{args.results} is a partial run (--no-live/--no-curves/--no-spark): READMEs left alone"
+                )
+                return 0
+        for path in report.update_readmes(results, repo, args.results.parent):
+            print(f"rewritten: {path.relative_to(repo)}")
+        return 0
 
     if args.command == "run":
         workloads = None
@@ -72,7 +113,15 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error(
                     f"--workloads: unknown {', '.join(unknown)}; known: {', '.join(scenarios.NAMES)}"
                 )
-        return run_bench(args.quick, args.out, args.seed, workloads, not args.no_spark)
+        return run_bench(
+            args.quick,
+            args.out,
+            args.seed,
+            workloads,
+            not args.no_spark,
+            not args.no_live,
+            not args.no_curves,
+        )
 
     if args.command == "core":
         from bench import core as bench_core

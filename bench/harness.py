@@ -33,21 +33,23 @@ import subprocess
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench import analysis, collect, scenarios
+from bench import ceiling as bench_ceiling
 from bench.analysis import Inputs, Output
 from bench.plan import Plan
 from bench.progress import console, track
 from bench.scenarios import Scenario
-from bench.systems import TIMESYNC_LZ4_HC, CpuSampler, SystemSpec, running, usage
+from bench.systems import KS_PROFILES, TIMESYNC_LZ4_HC, CpuSampler, SystemSpec, running, usage
+from testkit import workloads
 from testkit.workloads import Event
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -123,28 +125,46 @@ class Backlog:
     partitions: int
     inputs: Inputs
     markers: int
+    mean_value_bytes: float = 0.0
+    #: a few of its values, for ProducerPerformance's ``--payload-file``
+    sample_values: list[bytes] = field(default_factory=list)
 
 
-async def write_backlog(bootstrap: str, tag: str, p: Plan) -> Backlog:
-    """The steady workload's records (``throughput_records`` of ``value_bytes``), all written now."""
-    topics = [f"bench-{tag}-tp-a", f"bench-{tag}-tp-b"]
-    await collect.create(bootstrap, topics, 2, False, {})
-    base = collect.now_ms() - p.throughput_records  # 1 ms apart over 4 partitions: in the past
-    pad = b"x" * p.value_bytes
-    tps = [(t, q) for t in topics for q in range(2)]
-    rng = np.random.default_rng(p.seed)
-    jitter = rng.integers(0, 4, p.throughput_records)
-    events = [
-        Event(tps[i % 4][0], tps[i % 4][1], base + (i // 4) * 4 + int(jitter[i]), b"k%d" % (i % 100), pad, 0)
-        for i in range(p.throughput_records)
+def shape_events(
+    shape: str, topics: list[str], partitions: int, records: int, seed: int, value_bytes: int = 100
+) -> list[Event]:
+    """The backlog's records: ``keyless`` — ``value_bytes`` of padding, no key (the bench's
+    classic shape); ``json`` — :func:`testkit.workloads.clickstream` (~250 B JSON, keyed, one
+    header). Timestamps 1 ms apart per partition, in the past, with up to 3 ms of jitter."""
+    base = collect.now_ms() - records
+    if shape == "json":
+        return workloads.clickstream(topics, partitions, records, base, seed=seed)
+    if shape != "keyless":
+        raise ValueError(f"unknown record shape {shape!r}: keyless or json")
+    pad = b"x" * value_bytes
+    tps = [(t, q) for t in topics for q in range(partitions)]
+    n = len(tps)
+    rng = np.random.default_rng(seed)
+    jitter = rng.integers(0, 4, records)
+    return [
+        Event(tps[i % n][0], tps[i % n][1], base + (i // n) * n + int(jitter[i]), None, pad, 0)
+        for i in range(records)
     ]
+
+
+async def write_backlog(
+    bootstrap: str, name: str, events: list[Event], topics: list[str], partitions: int, what: str
+) -> Backlog:
+    """Create ``topics`` and write ``events`` (all now), then one end marker per partition."""
+    await collect.create(bootstrap, topics, partitions, False, {})
     sent = np.zeros(len(events), dtype=np.int64)
-    with track("throughput: write the backlog", total=len(events)) as bar:
+    with track(f"{what}: write the backlog", total=len(events)) as bar:
         await collect.produce_tagged(bootstrap, events, 0, sent, paced=False, progress=bar.update)
-    markers = collect.end_markers(topics, 2, max(e.ts for e in events))
+    markers = collect.end_markers(topics, partitions, max(e.ts for e in events))
     await collect.produce_markers(bootstrap, markers)
-    inputs = await collect.read_inputs(bootstrap, topics, 2, len(events), sent)
-    return Backlog(topics, 2, inputs, len(markers))
+    inputs = await collect.read_inputs(bootstrap, topics, partitions, len(events), sent)
+    mean = sum(len(e.value) for e in events) / len(events)
+    return Backlog(topics, partitions, inputs, len(markers), mean, [e.value for e in events[:2000]])
 
 
 async def throughput_run(
@@ -155,14 +175,16 @@ async def throughput_run(
     log_dir: Path,
     keep_output: bool,
     round_no: int = 1,
+    warmup: tuple[list[str], int] | None = None,
 ) -> tuple[dict[str, Any], Output | None]:
     n = len(backlog.inputs)
     out_parts = spec.output_partitions(backlog.partitions)
-    output = f"bench-{tag}-tp-out-{spec.slug}-r{round_no}"
+    output = f"bench-{tag}-out-{spec.slug}-r{round_no}"
     await collect.create(bootstrap, [], 0, False, {output: out_parts})
     expected = n + _expected_markers(spec, backlog.markers, backlog.partitions)
-    run_id = f"{tag}-tp-{spec.slug}-r{round_no}"
-    async with running(spec, bootstrap, backlog.topics, output, run_id, log_dir) as system:
+    run_id = f"{tag}-{spec.slug}-r{round_no}"
+    warm = warmup if spec.warms_up else None
+    async with running(spec, bootstrap, backlog.topics, output, run_id, log_dir, warm) as system:
         sampler = CpuSampler(system.pid)
         sampler.start()
         samples = await collect.wait_for_count(
@@ -171,7 +193,8 @@ async def throughput_run(
         await sampler.stop()
         fields = _usage_fields(system.pid, system.cpu_at_ready_s)
         start_s = system.start_s
-    first, last = await collect.edge_append_times(bootstrap, output, out_parts)
+    # The end markers (one per input partition) come last: read past them to the data records.
+    first, last = await collect.edge_append_times(bootstrap, output, out_parts, tail=backlog.markers + 64)
     span_ms = max(1, last - first)
     steady = collect.steady_rate(samples, expected) if samples else None
     drain_cpu = sampler.cpu_at(last) - sampler.cpu_at(first)
@@ -179,6 +202,7 @@ async def throughput_run(
         "system": spec.as_json(),
         "records": n,
         "complete": samples is not None,
+        "warmup_records": warm[1] if warm else 0,
         # The steady rate needs a few end-offset samples inside the middle half of the drain; a
         # backlog drained in a fraction of a second (--quick) only has the overall rate.
         "records_per_s": round(steady) if steady else (round(n / span_ms * 1000) if samples else None),
@@ -198,38 +222,142 @@ async def throughput_run(
 
 HEADLINE = (
     "passthrough",
+    "rdkafka-copy",
     "timesync idle 0",
     TIMESYNC_LZ4_HC.label,
     "timesync/partition idle 0",
     "kafka-streams idle 0",
+    *(f"kafka-streams idle 0 {profile}" for profile in KS_PROFILES),
 )
 
+SHAPES = {
+    "keyless": "100 B values of padding, no key, the bench.id header only",
+    "json": "~250 B JSON click events, keyed by user, one traceparent header (+ bench.id)",
+}
 
-async def throughput_phase(bootstrap: str, tag: str, p: Plan, log_dir: Path) -> dict[str, Any]:
-    """Every system drains the backlog once; the headline systems (the goals' ratios) again in
-    ``throughput_repeats - 1`` more rounds, in rotated order, and report the round with the median
-    rate (its CPU and RSS with it): on a shared 2-core machine one drain can be off by a third."""
-    backlog = await write_backlog(bootstrap, tag, p)
+
+async def ceiling(
+    bootstrap: str, tag: str, shape: str, backlog: Backlog, p: Plan, work_dir: Path
+) -> dict[str, Any]:
+    """Kafka's own producer and consumer alone on this broker, on this shape's records
+    (:mod:`bench.ceiling`); the ceiling of a consume → produce copy is the lower rate."""
+    topic = f"bench-{tag}-ceiling-{shape}"
+    await collect.create(bootstrap, [], 0, False, {topic: 1})
+    payload = None
+    if shape != "keyless":
+        payload = work_dir / f"payload-{shape}.txt"
+        payload.write_bytes(b"\n".join(backlog.sample_values))
+    record_bytes = round(backlog.mean_value_bytes)
+    with track(f"throughput ({shape}): Kafka's ProducerPerformance", total=None):
+        producer = await bench_ceiling.producer_performance(
+            bootstrap, topic, p.ceiling_records, record_bytes, payload
+        )
+    with track(f"throughput ({shape}): Kafka's ConsumerPerformance", total=None):
+        consumer = await bench_ceiling.consumer_performance(
+            bootstrap, backlog.topics, len(backlog.inputs), f"bench-{tag}-cperf-{shape}"
+        )
+    bound = "producer" if producer["records_per_s"] <= consumer["records_per_s"] else "consumer"
+    rate = min(producer["records_per_s"], consumer["records_per_s"])
+    console.print(
+        f"  ceiling ({shape}): ProducerPerformance {producer['records_per_s']:,} records/s, "
+        f"ConsumerPerformance {consumer['records_per_s']:,} records/s"
+    )
+    return {"records_per_s": rate, "bound_by": bound, "producer": producer, "consumer": consumer}
+
+
+async def throughput_phase(bootstrap: str, tag: str, p: Plan, log_dir: Path) -> list[dict[str, Any]]:
+    """Per record shape: the backlog, the ceiling, then every system drains the backlog once;
+    the headline systems again in ``throughput_repeats - 1`` more rounds, in rotated order, and
+    report the round with the median rate (its CPU and RSS with it): on a shared 2-core machine
+    one drain can be off by a third. A JVM peer first drains a warm-up backlog of the same shape
+    (other topics) in the same process."""
+    results = []
+    for shape in p.throughput_shapes:
+        systems = p.throughput_systems if shape == p.throughput_shapes[0] else p.realistic_systems
+        topics = [f"bench-{tag}-tp-{shape}-a", f"bench-{tag}-tp-{shape}-b"]
+        events = shape_events(shape, topics, 2, p.throughput_records, p.seed, p.value_bytes)
+        backlog = await write_backlog(bootstrap, shape, events, topics, 2, f"throughput ({shape})")
+        del events
+        warm_topics = [f"bench-{tag}-warm-{shape}-a", f"bench-{tag}-warm-{shape}-b"]
+        warmup = None
+        if any(s.warms_up for s in systems) and p.warmup_records:
+            warm_events = shape_events(shape, warm_topics, 2, p.warmup_records, p.seed + 1, p.value_bytes)
+            await write_backlog(
+                bootstrap, shape, warm_events, warm_topics, 2, f"throughput ({shape}) warm-up"
+            )
+            warmup = (warm_topics, p.warmup_records)
+        top = await ceiling(bootstrap, tag, shape, backlog, p, log_dir)
+        first = shape == p.throughput_shapes[0]
+        runs, outputs = await _drain_all(
+            bootstrap, f"{tag}-{shape}", systems, backlog, p, log_dir, first, warmup
+        )
+        for run in runs:
+            rate = run["records_per_s"]
+            run["vs_ceiling"] = (
+                round(rate / top["records_per_s"], 3) if rate and top["records_per_s"] else None
+            )
+        results.append(
+            {
+                "shape": shape,
+                "workload": SHAPES[shape] + ", written before the systems start",
+                "records": len(backlog.inputs),
+                "value_bytes": round(backlog.mean_value_bytes, 1),
+                "topics": len(backlog.topics),
+                "partitions_per_topic": backlog.partitions,
+                "rounds": p.throughput_repeats,
+                "warmup_records": p.warmup_records,
+                "ceiling": top,
+                "runs": runs,
+                "order_checks": order_checks(backlog.inputs, outputs) if first else {},
+            }
+        )
+    return results
+
+
+def _ks_idle_0(labels: Sequence[str]) -> str | None:
+    """The Kafka Streams idle-0 run whose order the checks compare (the bench's own settings first)."""
+    for label in ("kafka-streams idle 0", *(f"kafka-streams idle 0 {profile}" for profile in KS_PROFILES)):
+        if label in labels:
+            return label
+    return None
+
+
+async def _drain_all(
+    bootstrap: str,
+    tag: str,
+    systems: Sequence[SystemSpec],
+    backlog: Backlog,
+    p: Plan,
+    log_dir: Path,
+    keep_outputs: bool,
+    warmup: tuple[list[str], int] | None,
+) -> tuple[list[dict[str, Any]], dict[str, Output]]:
     every: dict[str, list[dict[str, Any]]] = {}  # label → its rounds, in order
     outputs: dict[str, Output] = {}
-    keep = {"timesync/partition idle 0", "kafka-streams idle 0", "timesync idle max", "timesync idle 0"}
-    schedule = [(1, spec) for spec in p.throughput_systems]
-    headline = [spec for spec in p.throughput_systems if spec.label in HEADLINE]
+    keep = {"timesync/partition idle 0", "timesync idle max", "timesync idle 0"}
+    ks = _ks_idle_0([s.label for s in systems])
+    if ks:
+        keep.add(ks)
+    schedule = [(1, spec) for spec in systems]
+    headline = [spec for spec in systems if spec.label in HEADLINE]
     for round_no in range(2, p.throughput_repeats + 1):
         shift = (round_no - 1) % max(1, len(headline))
         schedule += [(round_no, spec) for spec in headline[shift:] + headline[:shift]]
     with track("throughput: systems", total=len(schedule)) as bar:
         for i, (round_no, spec) in enumerate(schedule):
-            wanted = round_no == 1 and spec.label in keep
-            result, out = await throughput_run(bootstrap, tag, spec, backlog, log_dir, wanted, round_no)
+            wanted = keep_outputs and round_no == 1 and spec.label in keep
+            result, out = await throughput_run(
+                bootstrap, tag, spec, backlog, log_dir, wanted, round_no, warmup
+            )
             console.print(
-                f"  {spec.label:<28} {result['records_per_s'] or 0:>9,} records/s steady, "
-                f"{result['records_per_s_overall'] or 0:>9,} overall  cpu {result['cpu_s']:.1f} s  "
-                f"rss {result['peak_rss_mib']:.0f} MiB" + (f"  (round {round_no})" if round_no > 1 else "")
+                f"  {spec.label:<34} {result['records_per_s'] or 0:>9,} records/s steady, "
+                f"{result['records_per_s_overall'] or 0:>9,} overall  "
+                f"cpu {result['cpu_us_per_record']:.2f} µs/record  rss {result['peak_rss_mib']:.0f} MiB"
+                + (f"  (round {round_no})" if round_no > 1 else "")
             )
             every.setdefault(spec.label, []).append(result)
             if out is not None:
-                outputs[spec.label] = out
+                outputs["kafka-streams idle 0" if spec.label == ks else spec.label] = out
             bar.update(i + 1)
     runs = []
     for results in every.values():
@@ -239,16 +367,7 @@ async def throughput_phase(bootstrap: str, tag: str, p: Plan, log_dir: Path) -> 
         run = next((r for r in measured if r["records_per_s"] == median), results[0])
         run["records_per_s_runs"] = [r["records_per_s"] for r in results]
         runs.append(run)
-    return {
-        "workload": "steady, written before the system starts",
-        "records": len(backlog.inputs),
-        "value_bytes": p.value_bytes,
-        "topics": len(backlog.topics),
-        "partitions_per_topic": backlog.partitions,
-        "rounds": p.throughput_repeats,
-        "runs": runs,
-        "order_checks": order_checks(backlog.inputs, outputs),
-    }
+    return runs, outputs
 
 
 def _per_partition(out: Output) -> list[np.ndarray[Any, Any]]:
@@ -494,9 +613,20 @@ def environment() -> tuple[dict[str, Any], dict[str, Any]]:
         "java": _version(["java", "-version"]),
         "kafka_broker": getattr(launcher, "KAFKA_VERSION", None) or _pom_version(launcher),
         "kafka_streams": _pom_property(POM, "kafka.version"),
+        "kafka_tools": _pom_property(bench_ceiling.TOOLS_DIR / "pom.xml", "kafka.version"),
+        "confluent_kafka": pkg("confluent-kafka"),
+        "librdkafka": _librdkafka(),
         "git_commit": _version(["git", "-C", str(Path(__file__).parent), "rev-parse", "HEAD"]),
     }
     return machine, versions
+
+
+def _librdkafka() -> str | None:
+    try:
+        import confluent_kafka
+    except ImportError:
+        return None
+    return str(confluent_kafka.libversion()[0])
 
 
 def _pom_property(pom: Path, name: str) -> str | None:
@@ -531,19 +661,29 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
     with track("kafka streams peer: build (cached)", total=None):
         build_started = time.monotonic()
         build()
+        bench_ceiling.fetch_tools()
         ks_build_s = time.monotonic() - build_started
     phases = {"kafka_streams_build": round(ks_build_s, 1)}
     mark = time.monotonic()
     throughput = await throughput_phase(bootstrap, tag, p, log_dir)
     phases["throughput"] = round(time.monotonic() - mark, 1)
+    cost_curves = None
+    if p.curves:
+        from bench import curves
+
+        mark = time.monotonic()
+        cost_curves = await curves.curves_phase(bootstrap, tag, p, log_dir)
+        phases["curves"] = round(time.monotonic() - mark, 1)
     early = None
     if p.spark and p.quick:
         from bench import spark_bench
 
         early = spark_bench.EarlySession()
-    mark = time.monotonic()
-    live = await live_phase(bootstrap, tag, p, log_dir)
-    phases["live"] = round(time.monotonic() - mark, 1)
+    live: list[dict[str, Any]] = []
+    if p.live:
+        mark = time.monotonic()
+        live = await live_phase(bootstrap, tag, p, log_dir)
+        phases["live"] = round(time.monotonic() - mark, 1)
     spark = None
     if p.spark:
         from bench import spark_bench
@@ -565,6 +705,7 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
         "load_average_at_end": list(os.getloadavg()),
         "sizes": p.sizes.as_json(),
         "throughput": throughput,
+        "curves": cost_curves,
         "workloads": live,
         "spark": spark,
     }

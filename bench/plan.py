@@ -6,12 +6,13 @@ plan without importing each other.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bench import scenarios
 from bench.scenarios import Sizes
-from bench.systems import IDLE_VALUES, TIMESYNC_LZ4_HC, SystemSpec
+from bench.systems import IDLE_VALUES, KS_PROFILES, TIMESYNC_LZ4_HC, SystemSpec
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,21 @@ class Plan:
     throughput_repeats: int = 1  # rounds for the headline systems (median reported)
     steady_repeats: int = 1  # rounds of passthrough and timesync idle 0 on steady (median p99)
     value_bytes: int = 100
+    #: record shapes of the throughput phase (bench.harness.SHAPES); the first one runs
+    #: ``throughput_systems`` and the order checks, the others ``realistic_systems``
+    throughput_shapes: tuple[str, ...] = ("keyless", "json")
+    realistic_systems: tuple[SystemSpec, ...] = ()
+    ceiling_records: int = 2_000_000  # ProducerPerformance's records per shape
+    warmup_records: int = 200_000  # the JVM peer's warm-up drain, per run
+    # Cost curves (bench.curves)
+    curve_partitions: tuple[int, ...] = (4, 32, 128, 512)
+    curve_value_bytes: tuple[int, ...] = (100, 1_000, 10_000)
+    curve_systems: tuple[SystemSpec, ...] = ()
+    curve_records: int = 300_000
+    curve_bytes: int = 300_000_000  # at most this many value bytes per point (10 KB: 30,000 records)
     spark: bool = True
+    live: bool = True  # the live workloads (latency, disorder)
+    curves: bool = True  # the cost curves
     spark_idle: str = "max"
     spark_duration_s: float = 31.0
     spark_rate_per_s: float = 200.0  # orders per second (as many payments)
@@ -43,8 +58,24 @@ def systems(idles: Sequence[str], ks_idles: Sequence[str]) -> tuple[SystemSpec, 
     )
 
 
-def plan(quick: bool, seed: int = 42, workloads: Sequence[str] | None = None, spark: bool = True) -> Plan:
-    """The full run (every idle value, every workload) or ``--quick`` (a subset, small sizes)."""
+KS_USERS = tuple(SystemSpec("kafka-streams", "0", profile=name) for name in KS_PROFILES)
+RDKAFKA = SystemSpec("rdkafka-copy")
+
+
+def plan(
+    quick: bool,
+    seed: int = 42,
+    workloads: Sequence[str] | None = None,
+    spark: bool = True,
+    live: bool = True,
+    curves: bool = True,
+) -> Plan:
+    """The full run (every idle value, every workload) or ``--quick`` (a subset, small sizes);
+    ``live``/``curves``/``spark`` False leave that phase out (the throughput phase always runs)."""
+    return dataclasses.replace(_plan(quick, seed, workloads, spark), live=live, curves=curves)
+
+
+def _plan(quick: bool, seed: int, workloads: Sequence[str] | None, spark: bool) -> Plan:
     if quick:
         live = (
             SystemSpec("passthrough"),
@@ -52,11 +83,13 @@ def plan(quick: bool, seed: int = 42, workloads: Sequence[str] | None = None, sp
             SystemSpec("timesync", "max"),
             SystemSpec("kafka-streams", "0"),
         )
+        # One Kafka Streams profile (tuned) stands for all three: each is a JVM start and a warm-up.
         through = (
             SystemSpec("passthrough"),
+            RDKAFKA,
             SystemSpec("timesync", "0"),
             SystemSpec("timesync", "0", "partition"),
-            SystemSpec("kafka-streams", "0"),
+            SystemSpec("kafka-streams", "0", profile="tuned"),
         )
         return Plan(
             quick=True,
@@ -66,6 +99,14 @@ def plan(quick: bool, seed: int = 42, workloads: Sequence[str] | None = None, sp
             live_systems=live,
             throughput_systems=through,
             throughput_records=20_000,
+            realistic_systems=(SystemSpec("timesync", "0"),),
+            ceiling_records=20_000,
+            warmup_records=5_000,
+            curve_partitions=(4, 32),
+            curve_value_bytes=(100, 1_000),
+            curve_systems=(SystemSpec("timesync", "0"),),
+            curve_records=3_000,
+            curve_bytes=3_000_000,
             spark=spark,
             spark_duration_s=6.0,
             spark_rate_per_s=100.0,
@@ -78,7 +119,16 @@ def plan(quick: bool, seed: int = 42, workloads: Sequence[str] | None = None, sp
         SystemSpec("timesync", "0", "partition"),
         SystemSpec("timesync", "max", "partition"),
         TIMESYNC_LZ4_HC,
+        RDKAFKA,
         *(SystemSpec("kafka-streams", i) for i in IDLE_VALUES),
+        *KS_USERS,
+    )
+    realistic = (
+        SystemSpec("passthrough"),
+        RDKAFKA,
+        SystemSpec("timesync", "0"),
+        SystemSpec("timesync", "0", "partition"),
+        *KS_USERS,
     )
     return Plan(
         quick=False,
@@ -89,6 +139,8 @@ def plan(quick: bool, seed: int = 42, workloads: Sequence[str] | None = None, sp
         throughput_systems=through,
         throughput_records=1_000_000,
         throughput_repeats=3,
+        realistic_systems=realistic,
+        curve_systems=(SystemSpec("timesync", "0"), SystemSpec("passthrough")),
         steady_repeats=3,
         spark=spark,
     )

@@ -10,6 +10,7 @@ Plots (matplotlib, Agg backend — no display needed):
 
 from __future__ import annotations
 
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,17 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 
 from bench.systems import LZ4_HC
 
-COLOURS = {"passthrough": "#7f7f7f", "timesync": "#1f77b4", "kafka-streams": "#d62728", "optimum": "#2ca02c"}
+COLOURS = {
+    "passthrough": "#7f7f7f",
+    "rdkafka-copy": "#8c564b",
+    "timesync": "#1f77b4",
+    "kafka-streams": "#d62728",
+    "optimum": "#2ca02c",
+}
 MARKERS = {"-1": "v", "0": "o", "100": "s", "1000": "D", "max": "^", None: "*"}
 
 
@@ -75,23 +83,13 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
 
-    runs = [r for r in results["throughput"]["runs"] if r["records_per_s"]]
-    fig, ax = plt.subplots(figsize=(8, 0.45 * max(4, len(runs)) + 1))
-    labels = [r["system"]["label"] for r in runs]
-    ax.barh(labels, [r["records_per_s"] for r in runs], color=[_colour(r["system"]) for r in runs])
-    for y, r in enumerate(runs):
-        ax.text(r["records_per_s"], y, f" {r['records_per_s']:,}", va="center", fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("records/s (draining the same backlog)")
-    tp = results["throughput"]
-    ax.set_title(f"Throughput — {tp['records']:,} records of {tp['value_bytes']} B")
-    fig.tight_layout()
-    path = out_dir / "throughput.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+    written.append(throughput_plot(results["throughput"], out_dir / "throughput.png"))
+    if results.get("curves"):
+        written += curve_plots(results["curves"], out_dir)
 
     n = len(results["workloads"])
+    if not n:  # --no-live
+        return written
     cols = min(3, n) or 1
     rows = (n + cols - 1) // cols or 1
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
@@ -127,6 +125,91 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
     return written
 
 
+def throughput_plot(shapes: list[dict[str, Any]], path: Path) -> Path:
+    """records/s per system, one panel per record shape, the ceiling as a dashed line."""
+    rows = max(len(tp["runs"]) for tp in shapes)
+    fig, axes = plt.subplots(
+        1, len(shapes), figsize=(7 * len(shapes), 0.45 * max(4, rows) + 1.5), squeeze=False
+    )
+    for ax, tp in zip(axes.flat, shapes, strict=True):
+        runs = [r for r in tp["runs"] if r["records_per_s"]]
+        ax.barh(
+            [r["system"]["label"] for r in runs],
+            [r["records_per_s"] for r in runs],
+            color=[_colour(r["system"]) for r in runs],
+        )
+        for y, r in enumerate(runs):
+            ratio = f" ({r['vs_ceiling']:.2f}×)" if r.get("vs_ceiling") else ""
+            ax.text(r["records_per_s"], y, f" {r['records_per_s']:,}{ratio}", va="center", fontsize=7)
+        top = tp["ceiling"]["records_per_s"]
+        ax.set_xlim(0, 1.3 * max([top, *(r["records_per_s"] for r in runs)]))  # room for the labels
+        ax.axvline(top, color="black", linestyle="--", linewidth=1)
+        ax.text(top, 1.01, f"ceiling {top:,}", fontsize=7, ha="center", transform=ax.get_xaxis_transform())
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,.0f}"))
+        ax.invert_yaxis()
+        ax.set_xlabel("records/s (steady, same backlog; × = ratio to the ceiling)")
+        ax.set_title(
+            f"{tp['shape']}: {tp['records']:,} records, {tp['value_bytes']:g} B values", fontsize=9, pad=14
+        )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+CURVE_LABELS = {
+    "records_per_s": "records/s",
+    "cpu_us_per_record": "CPU µs / record",
+    "peak_rss_mib": "peak RSS MiB",
+}
+
+
+def curve_plots(curves: dict[str, Any], out_dir: Path) -> list[Path]:
+    """``curves-partitions.png`` and ``curves-record-size.png``: records/s, CPU per record and
+    peak RSS of each curve system against the axis (log x)."""
+    written = []
+    runs = curves["runs"]
+    for axis, fixed, held, name, xlabel in (
+        ("partitions", "value_bytes", curves["value_bytes"][0], "curves-partitions.png", "input partitions"),
+        ("value_bytes", "partitions", curves["partitions"][0], "curves-record-size.png", "value bytes"),
+    ):
+        fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+        for label in dict.fromkeys(r["system"]["label"] for r in runs):
+            line = sorted(
+                (r for r in runs if r["system"]["label"] == label and r[fixed] == held), key=lambda r: r[axis]
+            )
+            if not line:
+                continue
+            system = line[0]["system"]
+            for ax, metric in zip(axes, CURVE_LABELS, strict=True):
+                ax.plot(
+                    [r[axis] for r in line],
+                    [r[metric] for r in line],
+                    marker="o",
+                    color=_colour(system),
+                    label=label,
+                )
+        ticks = sorted({r[axis] for r in runs if r[fixed] == held})
+        for ax, metric in zip(axes, CURVE_LABELS, strict=True):
+            ax.set_xscale("log")
+            ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,.6g}"))
+            ax.set_xlabel(xlabel)
+            ax.set_title(CURVE_LABELS[metric])
+            ax.grid(True, which="both", alpha=0.3)
+            ax.set_ylim(bottom=0)
+        axes[0].legend(fontsize=8)
+        fixed_text = f"{held:,} B values" if fixed == "value_bytes" else f"{held} input partitions"
+        fig.suptitle(f"Cost against {xlabel} ({fixed_text}, backlog drained as fast as possible)")
+        fig.tight_layout()
+        path = out_dir / name
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
 def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> str:
     """The report: goals, throughput, one table per workload, Spark."""
     m, v = results["machine"], results["versions"]
@@ -138,6 +221,15 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
         f"Python {v['python']}, aiokafka {v['aiokafka']}, Kafka broker {v['kafka_broker']}, "
         f"Kafka Streams {v['kafka_streams']}, pyspark {v['pyspark']}, {v['java']}",
         "",
+        *(
+            [
+                "> `--quick`: small backlogs on whatever else the machine runs — these figures show that "
+                "every part works, not how fast it is.",
+                "",
+            ]
+            if results["quick"]
+            else []
+        ),
         "## Goals",
         "",
         "| goal | measured | met |",
@@ -158,7 +250,8 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
             f"({_fmt(t['timesync_lz4_hc_idle_0_records_per_s'])} records/s) | – |"
         )
     lines.append(
-        f"| timesync vs Kafka Streams (idle 0) | single task {_fmt(t['timesync_vs_kafka_streams'])}×, "
+        f"| timesync vs Kafka Streams (idle 0; `{t.get('kafka_streams_reference')}`) | single task "
+        f"{_fmt(t['timesync_vs_kafka_streams'])}×, "
         f"task.grouping=partition {_fmt(t['timesync_partition_vs_kafka_streams'])}× "
         f"(Kafka Streams {_fmt(t['kafka_streams_idle_0_records_per_s'])} records/s) | – |"
     )
@@ -189,32 +282,11 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
         )
         lines.append(f"| Spark drops fewer late rows on the ordered topic | {detail} | {yes[sp['met']]} |")
 
-    tp = results["throughput"]
-    lines += [
-        "",
-        "## Throughput",
-        "",
-        f"{tp['records']:,} records of {tp['value_bytes']} B on {tp['topics']} topics × "
-        f"{tp['partitions_per_topic']} partitions, written before each system starts. records/s: while "
-        "the output grew from 25 % to 75 % of the backlog (steady state); overall: first to last output "
-        "record. CPU seconds of the merging process between its first and last output record. "
-        + (
-            f"Systems drained {tp['rounds']} times show the round with the median rate, the others' "
-            "rates in brackets."
-            if tp.get("rounds", 1) > 1
-            else ""
-        ),
-        "",
-        "| system | records/s | overall records/s | CPU s | µs CPU / record | peak RSS MiB | start s |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in tp["runs"]:
-        lines.append(
-            f"| {r['system']['label']} | {_fmt(r['records_per_s'])}{_other_rounds(r)} | "
-            f"{_fmt(r['records_per_s_overall'])} | "
-            f"{_fmt(r['cpu_s'])} | {_fmt(r['cpu_us_per_record'])} | {_fmt(r['peak_rss_mib'])} | "
-            f"{_fmt(r['start_s'])} |"
-        )
+    lines += ["", "## Throughput", ""]
+    for tp in results["throughput"]:
+        lines += throughput_section(tp)
+    if results.get("curves"):
+        lines += ["", "## Cost curves", "", *curves_section(results["curves"])]
 
     for w in results["workloads"]:
         lines += [
@@ -286,6 +358,95 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
     return "\n".join(lines) + "\n"
 
 
+def throughput_section(tp: dict[str, Any]) -> list[str]:
+    """One record shape: the ceiling, then one row per system."""
+    top = tp["ceiling"]
+    prod, cons = top["producer"], top["consumer"]
+    lines = [
+        f"### {tp['shape']}: {tp['workload']}",
+        "",
+        f"{tp['records']:,} records ({tp['value_bytes']:g} B values on average) on {tp['topics']} topics × "
+        f"{tp['partitions_per_topic']} partitions. records/s: while the output grew from 25 % to 75 % of "
+        "the backlog (steady state); overall: first to last output record; CPU of the merging process "
+        "between its first and last output record. Kafka Streams first drained "
+        f"{tp.get('warmup_records', 0):,} records of other topics in the same JVM (warm-up)."
+        + (
+            f" Systems drained {tp['rounds']} times show the round with the median rate, the others' "
+            "rates in brackets."
+            if tp.get("rounds", 1) > 1
+            else ""
+        ),
+        "",
+        f"**Ceiling: {top['records_per_s']:,} records/s** (bound by the {top['bound_by']}): Kafka's "
+        f"`ProducerPerformance` {prod['records_per_s']:,} records/s ({prod['records']:,} records of "
+        f"{prod['record_bytes']} B, {prod['payload']}, "
+        + ", ".join(f"{k}={v}" for k, v in prod["producer_props"].items())
+        + f", 1 partition); `ConsumerPerformance` {cons['records_per_s']:,} records/s "
+        f"({cons['records']:,} records of this backlog).",
+        "",
+        "| system | records/s | × ceiling | overall records/s | µs CPU / record | peak RSS MiB | start s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in tp["runs"]:
+        lines.append(
+            f"| {r['system']['label']} | {_fmt(r['records_per_s'])}{_other_rounds(r)} | "
+            f"{_fmt(r.get('vs_ceiling'))} | {_fmt(r['records_per_s_overall'])} | "
+            f"{_fmt(r['cpu_us_per_record'])} | {_fmt(r['peak_rss_mib'])} | {_fmt(r['start_s'])} |"
+        )
+    profiles = [r["system"]["profile"] for r in tp["runs"] if r["system"].get("profile")]
+    if profiles:
+        lines += ["", "Kafka Streams profiles: " + "; ".join(_profile_text(pr) for pr in profiles) + "."]
+    return [*lines, ""]
+
+
+def _profile_text(profile: dict[str, Any]) -> str:
+    extra = ", ".join(f"`{k}={v}`" for k, v in profile["config"].items())
+    return f"`{profile['name']}`: `commit.interval.ms={profile['commit_interval_ms']}`" + (
+        f", {extra}" if extra else ""
+    )
+
+
+GROWTH_WORDS = {
+    "flat": "stays flat",
+    "linear": "grows linearly",
+    "sub-linear": "grows sub-linearly",
+    "super-linear": "grows faster than linearly",
+    "falls": "falls",
+    None: "could not be fitted",
+}
+
+
+def curves_section(curves: dict[str, Any]) -> list[str]:
+    """The points as a table, then one sentence per system and axis on how each metric grows."""
+    lines = [
+        f"Input partitions {', '.join(map(str, curves['partitions']))} (at {curves['value_bytes'][0]:,} B "
+        f"values) and value sizes {', '.join(f'{b:,} B' for b in curves['value_bytes'])} (at "
+        f"{curves['partitions'][0]} partitions); keyless records, a backlog drained as fast as possible. "
+        "Growth is the slope on log–log axes over the whole range (0 flat, 1 linear).",
+        "",
+        "| system | partitions | value B | records | records/s | µs CPU / record | peak RSS MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in curves["runs"]:
+        lines.append(
+            f"| {r['system']['label']} | {r['partitions']} | {r['value_bytes']:,} | {r['records']:,} | "
+            f"{_fmt(r['records_per_s'])} | {_fmt(r['cpu_us_per_record'])} | {_fmt(r['peak_rss_mib'])} |"
+        )
+    lines.append("")
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for g in curves["growth"]:
+        by.setdefault((g["system"], g["axis"]), []).append(g)
+    axis_words = {"partitions": "input partitions", "value_bytes": "value size"}
+    for (system, axis), items in by.items():
+        parts = [
+            f"{CURVE_LABELS[g['metric']]} {GROWTH_WORDS[g['grows']]} (slope {_fmt(g['slope'])}: "
+            f"{_fmt(g['from'][1])} → {_fmt(g['to'][1])})"
+            for g in items
+        ]
+        lines.append(f"- **{system}**, against {axis_words[axis]}: " + "; ".join(parts) + ".")
+    return lines
+
+
 def _other_rounds(run: dict[str, Any]) -> str:
     """The rates of the rounds not shown, for a system drained more than once."""
     rates = [r for r in run.get("records_per_s_runs") or [] if r is not None]
@@ -294,3 +455,204 @@ def _other_rounds(run: dict[str, Any]) -> str:
     others = list(rates)
     others.remove(run["records_per_s"])
     return " (" + ", ".join(_fmt(r) for r in others) + ")"
+
+
+# --------------------------------------------------------------------------------------------
+# The README blocks: figures in README.md, bench/README.md and deploy/README.md come from one
+# results.json, never retyped. A block is the text between ``<!-- bench:NAME -->`` and
+# ``<!-- /bench:NAME -->``; ``python -m bench readme`` rewrites every block it knows.
+
+BLOCK = re.compile(r"(<!-- bench:(?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)", re.S)
+READMES = ("README.md", "bench/README.md", "deploy/README.md")
+FIGURES = ("throughput.png", "curves-partitions.png", "curves-record-size.png")
+FIGURE_DIR = "bench/figures"
+
+
+def rewrite_blocks(text: str, blocks: dict[str, str]) -> str:
+    """``text`` with the body of every marked block named in ``blocks`` replaced; other text and
+    blocks of other names are left as they are."""
+
+    def body(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if name not in blocks:
+            return match.group(0)
+        return match.group(1) + blocks[name].rstrip("\n") + "\n" + match.group(4)
+
+    return BLOCK.sub(body, text)
+
+
+def block_names(text: str) -> list[str]:
+    return [m.group("name") for m in BLOCK.finditer(text)]
+
+
+def _run(tp: dict[str, Any], label: str) -> dict[str, Any] | None:
+    return next((r for r in tp["runs"] if r["system"]["label"] == label), None)
+
+
+def _provenance(results: dict[str, Any]) -> str:
+    m = results["machine"]
+    load = m["load_average_at_start"][0]
+    end = (results.get("load_average_at_end") or [None])[0]
+    return (
+        f"Generated from `results.json` of run {results['run_id']} ({results['started_at']}, "
+        f"{'quick — not a measurement' if results['quick'] else 'full'}, seed {results['seed']}) by "
+        f"`python -m bench readme`: {m['cpus']} CPUs ({m['cpu']}), one local broker on the same machine, "
+        f"load average {load:.2f} at start"
+        + (f" and {end:.2f} at the end" if end is not None else "")
+        + ". Figures on a shared machine move by ±30 % between runs: read the ratios within one run."
+    )
+
+
+def _headline_rows(tp: dict[str, Any]) -> list[str]:
+    wanted = [
+        "timesync idle 0",
+        "timesync/partition idle 0",
+        "passthrough",
+        "rdkafka-copy",
+        *(f"kafka-streams idle 0 {n}" for n in ("defaults", "tuned", "tuned commit 100 ms")),
+    ]
+    rows = []
+    for label in wanted:
+        r = _run(tp, label)
+        if r is not None:
+            rows.append(
+                f"| {tp['shape']} | {label} | {_fmt(r['records_per_s'])} | {_fmt(r.get('vs_ceiling'))} | "
+                f"{_fmt(r['cpu_us_per_record'])} |"
+            )
+    top = tp["ceiling"]
+    rows.append(
+        f"| {tp['shape']} | ceiling: Kafka's own producer / consumer alone | "
+        f"{_fmt(top['producer']['records_per_s'])} / {_fmt(top['consumer']['records_per_s'])} | 1 | – |"
+    )
+    return rows
+
+
+def _headline_table(results: dict[str, Any]) -> list[str]:
+    lines = [
+        "| records | system | records/s | × ceiling | µs CPU / record |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for tp in results["throughput"]:
+        lines += _headline_rows(tp)
+    return lines
+
+
+def _added_p99(results: dict[str, Any]) -> str:
+    st = results["goals"]["steady_idle_0_added_p99_ms"]
+    if st["added_p99_ms"] is None:
+        return "not measured"
+    rounds = len((st.get("p99_rounds_ms") or {}).get("passthrough", [])) or 1
+    return (
+        f"{st['added_p99_ms']:+d} ms (timesync idle 0 p99 {st['timesync_idle_0_p99_ms']} ms vs the "
+        f"passthrough's {st['passthrough_p99_ms']} ms, medians of {rounds} round(s) on `steady`)"
+    )
+
+
+def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
+    """Every README block, from one results dict."""
+    summary = [
+        _provenance(results),
+        "",
+        *_headline_table(results),
+        "",
+        "Steady traffic, `max.task.idle.ms=0`: p99 latency added over the raw passthrough "
+        + _added_p99(results)
+        + ". Details, cost curves and every workload: [bench/README.md](bench/README.md).",
+    ]
+    # The report's "## Heading" sections by heading (the first part is the title and run line).
+    parts = markdown(results).split("\n## ")[1:]
+    sections = {part.split("\n", 1)[0]: part.split("\n", 1)[1] for part in parts}
+    goals_table = sections.get("Goals", "").strip()
+    results_block = [
+        _provenance(results),
+        "",
+        "### Goals",
+        "",
+        goals_table,
+        "",
+        "### Throughput and the ceiling",
+        "",
+        *_headline_table(results),
+        "",
+        f"![throughput]({Path(FIGURE_DIR).name}/throughput.png)",
+    ]
+    if results.get("curves"):
+        results_block += [
+            "",
+            "### Cost curves",
+            "",
+            *curves_section(results["curves"]),
+            "",
+            f"![curves against partitions]({Path(FIGURE_DIR).name}/curves-partitions.png)",
+            f"![curves against record size]({Path(FIGURE_DIR).name}/curves-record-size.png)",
+        ]
+    sizing = _sizing(results)
+    return {"summary": "\n".join(summary), "results": "\n".join(results_block), "sizing": "\n".join(sizing)}
+
+
+def _sizing(results: dict[str, Any]) -> list[str]:
+    """The deploy sizing figures: CPU per record and records/s per core per shape, memory, latency."""
+    lines = [_provenance(results), ""]
+    for tp in results["throughput"]:
+        ts, pt, ks = (
+            _run(tp, "timesync idle 0"),
+            _run(tp, "passthrough"),
+            _run(tp, "kafka-streams idle 0 tuned"),
+        )
+        if ts is None or not ts["cpu_us_per_record"]:
+            continue
+        per_core = round(1e6 / ts["cpu_us_per_record"], -3)
+        lines.append(
+            f"- **CPU, {tp['shape']} records** ({tp['workload'].split(',')[0]}): timesync idle 0 uses "
+            f"{_fmt(ts['cpu_us_per_record'])} µs of CPU per record — about "
+            f"**{per_core:,.0f} records/s per core** — and drained the backlog at "
+            f"{_fmt(ts['records_per_s'])} records/s ({_fmt(ts.get('vs_ceiling'))}× the broker's ceiling here)"
+            + (f"; the raw aiokafka passthrough {_fmt(pt['cpu_us_per_record'])} µs" if pt else "")
+            + (f"; Kafka Streams tuned for throughput {_fmt(ks['cpu_us_per_record'])} µs" if ks else "")
+            + f"; peak RSS {_fmt(ts['peak_rss_mib'])} MiB."
+        )
+    if results.get("curves"):
+        for g in results["curves"]["growth"]:
+            if g["system"] == "timesync idle 0" and g["metric"] in ("cpu_us_per_record", "peak_rss_mib"):
+                axis = "input partitions" if g["axis"] == "partitions" else "value size"
+                lines.append(
+                    f"- {CURVE_LABELS[g['metric']]} against {axis}: {GROWTH_WORDS[g['grows']]} "
+                    f"({_fmt(g['from'][1])} at {g['from'][0]:,} → {_fmt(g['to'][1])} at {g['to'][0]:,})."
+                )
+    lines.append(
+        f"- **Latency** added by the merge on steady traffic at `max.task.idle.ms=0`: {_added_p99(results)}."
+    )
+    return lines
+
+
+PENDING = (
+    "No full run of this benchmark version is recorded yet. Run `make bench` on a quiet machine "
+    "(load average < 0.5, nothing else running); it rewrites this block from its `results.json`."
+)
+
+
+def update_readmes(results: dict[str, Any] | None, repo: Path, results_dir: Path | None = None) -> list[Path]:
+    """Rewrite the blocks of every README under ``repo`` (``results=None``: the pending text) and
+    copy the figures the blocks show into ``bench/figures/``. Returns the files changed."""
+    blocks = (
+        readme_blocks(results)
+        if results is not None
+        else dict.fromkeys(("summary", "results", "sizing"), PENDING)
+    )
+    changed = []
+    for name in READMES:
+        path = repo / name
+        text = path.read_text()
+        new = rewrite_blocks(text, blocks)
+        if new != text:
+            path.write_text(new)
+            changed.append(path)
+    if results is not None and results_dir is not None:
+        target = repo / FIGURE_DIR
+        target.mkdir(parents=True, exist_ok=True)
+        for figure in FIGURES:
+            source = results_dir / figure
+            if source.is_file():
+                (target / figure).write_bytes(source.read_bytes())
+                changed.append(target / figure)
+    return changed

@@ -6,7 +6,11 @@ Each system under test runs as its own process, so its CPU seconds and peak RSS 
 * ``passthrough`` — ``python -m bench.peers.passthrough``: consume → produce, no ordering;
 * ``timesync`` — ``python -m sidecar`` (the product), at a ``max.task.idle.ms`` and a
   ``task.grouping``;
-* ``kafka-streams`` — the Kafka Streams peer's JVM (``bench/peers/kafka-streams``);
+* ``kafka-streams`` — the Kafka Streams peer's JVM (``bench/peers/kafka-streams``), at the
+  benchmark's own settings or as its users run it (:data:`KS_PROFILES`), warmed up by a drain of
+  other topics in the same JVM when the harness asks for it;
+* ``rdkafka-copy`` — ``python -m bench.peers.rdkafka_copy``: confluent-kafka (librdkafka) consume →
+  produce, no ordering — the fastest Python client, the throughput floor of a Python sidecar;
 * ``optimum`` — not a process: the whole input sorted offline (see :mod:`bench.analysis`).
 
 :func:`running` starts one and yields a :class:`Running` once it is ready to consume (the
@@ -30,9 +34,30 @@ from bench.peers.kafka_streams import KafkaStreamsPeer
 from testkit.processes import spawn_logged, terminate
 from testkit.sidecar_process import SidecarProcess
 
-Kind = Literal["passthrough", "timesync", "kafka-streams", "optimum"]
+Kind = Literal["passthrough", "timesync", "kafka-streams", "rdkafka-copy", "optimum"]
 IDLE_VALUES = ("-1", "0", "100", "1000", "max")
 READY_TIMEOUT_S = 60.0
+
+#: Kafka Streams' throughput tuning as a user would write it (the issue's "tuned" peer).
+KS_TUNED = {
+    "producer.compression.type": "lz4",
+    "producer.batch.size": "262144",
+    "producer.linger.ms": "5",
+    "consumer.max.poll.records": "5000",
+    "metrics.recording.level": "INFO",
+}
+#: Kafka Streams as its users run it: profile → (commit.interval.ms, extra settings).
+#: ``defaults``: Kafka Streams' own defaults (commit every 30 s under at-least-once, its producer
+#: override linger.ms=100 — the peer otherwise sets 5 ms —, max.poll.records 1000);
+#: ``tuned``: tuned for throughput; ``tuned commit 100 ms``: the same at timesync's commit interval
+#: (``sidecar.service.delivery.COMMIT_INTERVAL_S``), i.e. with the same durability window.
+#: No profile (``None``): the benchmark's latency settings (commit 100 ms, linger 5 ms), used by
+#: the live runs.
+KS_PROFILES: dict[str, tuple[int, dict[str, str]]] = {
+    "defaults": (30_000, {"producer.linger.ms": "100"}),
+    "tuned": (30_000, KS_TUNED),
+    "tuned commit 100 ms": (100, KS_TUNED),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,18 +70,28 @@ class SystemSpec:
     #: timesync only: ``compression.lz4.level`` when not Kafka's default (10: LZ4 HC, about the
     #: effort aiokafka — and so the passthrough — spends on every lz4 batch).
     lz4_level: int | None = None
+    #: kafka-streams only: a key of :data:`KS_PROFILES` (``None``: the benchmark's own settings).
+    profile: str | None = None
 
     @property
     def label(self) -> str:
-        """Short, unique, stable: ``passthrough``, ``timesync idle 0``, ``timesync/partition idle 0``."""
+        """Short, unique, stable: ``passthrough``, ``timesync idle 0``, ``timesync/partition idle 0``,
+        ``kafka-streams idle 0 tuned``."""
         name = self.kind if self.grouping == "single" or self.kind != "timesync" else "timesync/partition"
         label = name if self.idle is None else f"{name} idle {self.idle}"
+        if self.profile is not None:
+            label = f"{label} {self.profile}"
         return label if self.lz4_level is None else f"{label} lz4 {self.lz4_level}"
 
     @property
     def slug(self) -> str:
         """The label as a topic-name fragment."""
         return self.label.replace("/", "-").replace(" idle ", "-i").replace("-1", "m1").replace(" ", "-")
+
+    @property
+    def warms_up(self) -> bool:
+        """A JVM that the throughput phase warms up with a drain of other topics first."""
+        return self.kind == "kafka-streams"
 
     def output_partitions(self, input_partitions: int) -> int:
         """One output partition per task: Kafka Streams and ``task.grouping=partition`` have one
@@ -65,7 +100,15 @@ class SystemSpec:
         return input_partitions if per_task else 1
 
     def as_json(self) -> dict[str, Any]:
-        out = {"kind": self.kind, "idle": self.idle, "grouping": self.grouping, "label": self.label}
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "idle": self.idle,
+            "grouping": self.grouping,
+            "label": self.label,
+        }
+        if self.profile is not None:
+            commit_ms, config = KS_PROFILES[self.profile]
+            out["profile"] = {"name": self.profile, "commit_interval_ms": commit_ms, "config": config}
         return out if self.lz4_level is None else {**out, "lz4_level": self.lz4_level}
 
 
@@ -147,13 +190,23 @@ class Running:
 
 
 class PassthroughProcess:
-    """``python -m bench.peers.passthrough`` as a child process, ready once it prints READY."""
+    """A Python copy peer (``python -m <module>``, the passthrough by default) as a child process,
+    ready once it prints READY."""
 
-    def __init__(self, bootstrap: str, inputs: list[str], output: str, group: str, log_path: Path) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        inputs: list[str],
+        output: str,
+        group: str,
+        log_path: Path,
+        module: str = "bench.peers.passthrough",
+    ) -> None:
+        self.module = module
         self.argv = [
             sys.executable,
             "-m",
-            "bench.peers.passthrough",
+            module,
             "--bootstrap-servers",
             bootstrap,
             "--input-topics",
@@ -180,11 +233,11 @@ class PassthroughProcess:
         except TimeoutError:
             await self.stop()
             raise RuntimeError(
-                f"the passthrough printed no READY within {timeout_s:g} s; log {self.log_path}"
+                f"{self.module} printed no READY within {timeout_s:g} s; log {self.log_path}"
             ) from None
         if line.strip() != b"READY":
             await self.stop()
-            raise RuntimeError(f"the passthrough did not start (stdout {line!r}); log {self.log_path}")
+            raise RuntimeError(f"{self.module} did not start (stdout {line!r}); log {self.log_path}")
         self._drain = asyncio.create_task(self._discard(self.proc.stdout))
 
     @staticmethod
@@ -220,13 +273,24 @@ def sidecar_settings(spec: SystemSpec) -> dict[str, object]:
 
 @contextlib.asynccontextmanager
 async def running(
-    spec: SystemSpec, bootstrap: str, inputs: list[str], output: str, run_id: str, log_dir: Path
+    spec: SystemSpec,
+    bootstrap: str,
+    inputs: list[str],
+    output: str,
+    run_id: str,
+    log_dir: Path,
+    warmup: tuple[list[str], int] | None = None,
 ) -> AsyncIterator[Running]:
-    """Start ``spec`` on ``inputs`` → ``output``; yield once it is ready; stop it on exit."""
+    """Start ``spec`` on ``inputs`` → ``output``; yield once it is ready; stop it on exit.
+
+    ``warmup`` (topics, records): a JVM peer first drains that many records of those topics in the
+    same process, and is ready only after that (the others ignore it: no JIT to warm up).
+    """
     started = time.monotonic()
     group = f"bench-{run_id}"
-    if spec.kind == "passthrough":
-        passthrough = PassthroughProcess(bootstrap, inputs, output, group, log_dir / f"{run_id}.log")
+    if spec.kind in ("passthrough", "rdkafka-copy"):
+        module = "bench.peers.passthrough" if spec.kind == "passthrough" else "bench.peers.rdkafka_copy"
+        passthrough = PassthroughProcess(bootstrap, inputs, output, group, log_dir / f"{run_id}.log", module)
         await passthrough.start()
         try:
             yield _ready(spec, passthrough.pid, started)
@@ -243,7 +307,20 @@ async def running(
     elif spec.kind == "kafka-streams":
         assert spec.idle is not None
         idle: int | Literal["max"] = "max" if spec.idle == "max" else int(spec.idle)
-        async with KafkaStreamsPeer(bootstrap, inputs, output, idle, group) as peer:
+        commit_ms, config = KS_PROFILES[spec.profile] if spec.profile is not None else (100, {})
+        warm = {"warmup_topics": warmup[0], "warmup_records": warmup[1]} if warmup else {}
+        peer = KafkaStreamsPeer(
+            bootstrap,
+            inputs,
+            output,
+            idle,
+            group,
+            commit_interval_ms=commit_ms,
+            config=config,
+            ready_timeout_s=READY_TIMEOUT_S + (warmup[1] / 5_000 if warmup else 0),
+            **warm,
+        )
+        async with peer:
             yield _ready(spec, peer.pid, started)
     else:
         raise ValueError(f"{spec.label} is computed offline, not run")

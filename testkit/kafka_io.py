@@ -82,7 +82,7 @@ async def produce(
                     key=e.key,
                     partition=e.partition,
                     timestamp_ms=e.ts,
-                    headers=headers(e) if headers else None,
+                    headers=[*e.headers, *headers(e)] if headers else (list(e.headers) or None),
                 )
             )
             if len(pending) >= 5000:

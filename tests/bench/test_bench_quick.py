@@ -17,6 +17,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from bench import report as bench_report
+
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.spark]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,11 +51,26 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
 
     kinds = {r["system"]["kind"] for w in results["workloads"] for r in w["runs"]}
     assert kinds == {"passthrough", "timesync", "kafka-streams", "optimum"}
-    assert {r["system"]["kind"] for r in results["throughput"]["runs"]} >= {
+    shapes = {tp["shape"]: tp for tp in results["throughput"]}
+    assert set(shapes) == {"keyless", "json"}
+    assert {r["system"]["kind"] for r in shapes["keyless"]["runs"]} == {
         "passthrough",
+        "rdkafka-copy",
         "timesync",
         "kafka-streams",
     }
+    for tp in shapes.values():
+        # Kafka's own tools ran on this broker and every drain finished; ratios exist.
+        assert tp["ceiling"]["producer"]["records_per_s"] > 0
+        assert tp["ceiling"]["consumer"]["records"] >= tp["records"]
+        for run in tp["runs"]:
+            assert run["complete"], f"{tp['shape']} / {run['system']['label']} did not drain the backlog"
+            assert run["vs_ceiling"] is not None
+    (ks,) = [r for r in shapes["keyless"]["runs"] if r["system"]["kind"] == "kafka-streams"]
+    assert ks["system"]["profile"]["name"] == "tuned"
+    assert ks["warmup_records"] > 0
+    curve_points = {(r["partitions"], r["value_bytes"]) for r in results["curves"]["runs"]}
+    assert curve_points == {(4, 100), (32, 100), (4, 1000)}
     for w in results["workloads"]:
         for r in w["runs"]:
             assert r["missing"] == 0, (
@@ -63,6 +80,7 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
 
     plots = [quick_run / f"latency-disorder-{w['name']}.png" for w in results["workloads"]]
     plots += [quick_run / "throughput.png", quick_run / "latency-cdf.png"]
+    plots += [quick_run / "curves-partitions.png", quick_run / "curves-record-size.png"]
     for plot in plots:
         assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{plot.name} is not a PNG"
 
@@ -70,7 +88,20 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
     for heading in (
         "## Goals",
         "## Throughput",
+        "### keyless",
+        "### json",
+        "## Cost curves",
         "## Spark",
         *(f"## {w['name']}" for w in results["workloads"]),
     ):
         assert heading in report
+
+    # Every generated README block can be written from these results (not written here: a quick
+    # run's figures are not measurements).
+    blocks = bench_report.readme_blocks(results)
+    for readme in bench_report.READMES:
+        for name in bench_report.block_names((REPO / readme).read_text()):
+            assert blocks[name].strip(), f"{readme}: block {name} came out empty"
+    assert "| timesync throughput ≥" in blocks["results"], (
+        "the goals table is missing from bench/README's block"
+    )

@@ -170,3 +170,30 @@ async def test_start_fails_with_the_peers_reason_when_an_input_topic_is_missing(
     with pytest.raises(PeerError, match=rf"exited with code 2 before READY(.|\n)*input topic '{missing}'"):
         await peer.start()
     assert peer.returncode == 2
+
+
+async def test_warmup_drains_other_topics_in_the_same_jvm_before_it_is_ready(
+    bootstrap: str, peer_jar: Path, inputs: Inputs
+) -> None:
+    # The benchmark warms the JVM's JIT up this way: READY only once the warm-up instance
+    # (its own application id, output "<output>-warmup") forwarded the warm-up records; the
+    # measured instance then starts from the beginning of its own inputs.
+    total = len(inputs.records)
+    output = f"ks-peer-out-{uuid.uuid4().hex[:8]}"
+    peer = KafkaStreamsPeer(
+        bootstrap,
+        [inputs.a, inputs.b],
+        output,
+        0,
+        f"ks-peer-test-{uuid.uuid4().hex[:8]}",
+        warmup_topics=[inputs.a, inputs.b],
+        warmup_records=total,
+    )
+    async with peer:
+        warmed = await read_topics(bootstrap, [f"{output}-warmup"], idle_s=0.5, timeout_s=10)
+        assert Counter(_source(r) for r in warmed) == Counter(inputs.records.keys())
+        await read_topics(bootstrap, [output], expected=total, timeout_s=30)
+        code = await peer.stop()
+    assert code == 0, peer.stderr_tail()
+    out = await read_topics(bootstrap, [output], idle_s=0.5, timeout_s=30)
+    assert Counter(_source(r) for r in out) == Counter(inputs.records.keys())

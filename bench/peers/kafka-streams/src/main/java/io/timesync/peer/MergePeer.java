@@ -84,6 +84,8 @@ public final class MergePeer {
     static final long WAIT_FOREVER_MS = 4611686018427387903L;
 
     private static final Duration ADMIN_TIMEOUT = Duration.ofSeconds(30);
+    /** A warm-up drain that has not forwarded its records by then is given up (exit 1). */
+    private static final Duration WARMUP_TIMEOUT = Duration.ofMinutes(5);
 
     private MergePeer() {
     }
@@ -105,6 +107,12 @@ public final class MergePeer {
     }
 
     static int run(final PeerOptions options) {
+        if (options.warmsUp()) {
+            final int code = warmUp(options.forWarmup(), options.warmupRecords());
+            if (code != 0) {
+                return code;
+            }
+        }
         final int partitions;
         try {
             partitions = prepareTopics(options);
@@ -171,6 +179,50 @@ public final class MergePeer {
             return 1;
         }
         return clean ? 0 : 1;
+    }
+
+    /**
+     * The warm-up drain: the same topology and settings on other topics, in this JVM, until
+     * {@code records} went through, then closed. The JIT-compiled code stays, so the measured
+     * instance starts at the speed a long-running application has (a fresh JVM needs seconds of
+     * work to get there, which would otherwise be in the benchmark's figure).
+     */
+    static int warmUp(final PeerOptions warm, final long records) {
+        try {
+            prepareTopics(warm);
+        } catch (final PeerOptions.UsageException e) {
+            System.err.println("error: warm-up: " + e.getMessage());
+            return 2;
+        }
+        final Path stateDir;
+        try {
+            stateDir = Files.createTempDirectory("timesync-ks-peer-warmup-");
+        } catch (final IOException e) {
+            System.err.println("error: cannot create a state directory: " + e);
+            return 1;
+        }
+        final long start = SourceStamper.FORWARDED.get();
+        final long deadline = System.nanoTime() + WARMUP_TIMEOUT.toNanos();
+        final KafkaStreams streams = new KafkaStreams(topology(warm), properties(warm, stateDir));
+        streams.start();
+        try {
+            while (SourceStamper.FORWARDED.get() - start < records) {
+                if (System.nanoTime() > deadline || streams.state() == KafkaStreams.State.ERROR) {
+                    System.err.println("error: the warm-up drain forwarded " + (SourceStamper.FORWARDED.get() - start)
+                        + " of " + records + " records within " + WARMUP_TIMEOUT.toSeconds() + " s");
+                    streams.close(warm.closeTimeout());
+                    return 1;
+                }
+                Thread.sleep(20);
+            }
+        } catch (final InterruptedException e) {
+            Thread.currentThread().interrupt();
+            streams.close(warm.closeTimeout());
+            return 1;
+        }
+        streams.close(warm.closeTimeout());
+        deleteQuietly(stateDir);
+        return 0;
     }
 
     /** Source over every input topic → source-header stamper → sink routing task i to partition i. */

@@ -19,20 +19,24 @@ record PeerOptions(
     long commitIntervalMs,
     int numStreamThreads,
     Duration closeTimeout,
-    Map<String, String> extraConfig) {
+    Map<String, String> extraConfig,
+    List<String> warmupTopics,
+    long warmupRecords) {
 
     static final String USAGE = String.join("\n",
         "usage: java -jar timesync-kafka-streams-peer.jar --bootstrap-servers HOST:PORT",
         "           --input-topics A,B[,...] --output-topic OUT --application-id ID",
         "           --max-task-idle-ms N|max [--processing-guarantee at_least_once|exactly_once_v2]",
         "           [--commit-interval-ms 100] [--num-stream-threads 1] [--close-timeout-ms 30000]",
-        "           [--config KEY=VALUE ...]",
+        "           [--config KEY=VALUE ...] [--warmup-topics W1,W2 --warmup-records N]",
         "",
         "Merges partition i of every input topic in timestamp order (Kafka Streams' PartitionGroup)",
         "and writes that order to partition i of OUT, with timesync.source.{topic,partition,offset}",
         "headers. 'max' waits forever (" + MergePeer.WAIT_FOREVER_MS + " ms; Long.MAX_VALUE overflows",
         "in Kafka Streams' idle deadline and would act like 0). --config passes any Kafka Streams,",
         "consumer. or producer. setting. Prints READY on stdout once running; SIGTERM stops it.",
+        "--warmup-topics: first drain N records of W1,W2 (same settings, into OUT-warmup) in the same",
+        "JVM, so the measured run starts with a warm JIT; READY comes after that.",
         "");
 
     private static final Set<String> GUARANTEES = Set.of("at_least_once", "exactly_once_v2");
@@ -84,7 +88,8 @@ record PeerOptions(
         }
         final List<String> known = List.of(
             "--bootstrap-servers", "--input-topics", "--output-topic", "--application-id", "--max-task-idle-ms",
-            "--processing-guarantee", "--commit-interval-ms", "--num-stream-threads", "--close-timeout-ms");
+            "--processing-guarantee", "--commit-interval-ms", "--num-stream-threads", "--close-timeout-ms",
+            "--warmup-topics", "--warmup-records");
         for (final String name : values.keySet()) {
             if (!known.contains(name)) {
                 throw new UsageException("unknown option " + name + "; known: " + String.join(", ", known) + ", --config");
@@ -112,7 +117,22 @@ record PeerOptions(
             number(values, "--commit-interval-ms", 100, 0),
             (int) number(values, "--num-stream-threads", 1, 1),
             Duration.ofMillis(number(values, "--close-timeout-ms", 30_000, 0)),
-            Collections.unmodifiableMap(extra));
+            Collections.unmodifiableMap(extra),
+            Arrays.stream(values.getOrDefault("--warmup-topics", "").split(","))
+                .map(String::trim).filter(s -> !s.isEmpty()).toList(),
+            number(values, "--warmup-records", 0, 0));
+    }
+
+    /** True when a warm-up drain was asked for (both --warmup-topics and --warmup-records). */
+    boolean warmsUp() {
+        return !warmupTopics.isEmpty() && warmupRecords > 0;
+    }
+
+    /** The same settings on the warm-up topics, under their own application id and output topic. */
+    PeerOptions forWarmup() {
+        return new PeerOptions(bootstrapServers, warmupTopics, outputTopic + "-warmup", applicationId + "-warmup",
+            maxTaskIdleMs, processingGuarantee, commitIntervalMs, numStreamThreads, closeTimeout, extraConfig,
+            List.of(), 0);
     }
 
     private static String required(final Map<String, String> values, final String name) throws UsageException {

@@ -8,6 +8,7 @@ import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.processor.api.RecordMetadata;
 
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Pass-through processor: forwards each record in the order the task's PartitionGroup chose,
@@ -15,6 +16,9 @@ import java.nio.charset.StandardCharsets;
  * the sink can write task i's records to output partition i.
  */
 final class SourceStamper implements Processor<byte[], byte[], byte[], Routed> {
+
+    /** Records forwarded by every instance of this JVM (the warm-up drain waits on it). */
+    static final AtomicLong FORWARDED = new AtomicLong();
 
     private ProcessorContext<byte[], Routed> context;
 
@@ -37,6 +41,7 @@ final class SourceStamper implements Processor<byte[], byte[], byte[], Routed> {
         headers.add(MergePeer.HEADER_OFFSET, ascii(source.offset()));
         context.forward(new Record<>(
             record.key(), new Routed(source.partition(), record.value()), record.timestamp(), headers));
+        FORWARDED.incrementAndGet();
     }
 
     private static byte[] ascii(final long n) {
