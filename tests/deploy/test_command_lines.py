@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from sidecar import cli as sidecar_cli
+from sidecar.config import KEYS
 from sidecar.offsets import cli as offsets_cli
 from sidecar.offsets.plan import PlanError
-from sidecar.config import KEYS
 from spark_consumer import cli as spark_cli
 from spark_consumer.options import UsageError
 from tests.deploy import command_lines
