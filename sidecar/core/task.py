@@ -190,6 +190,8 @@ class MergeTask:
         self._dead: list[tuple[int, DeadLetter]] = []
         self._next_batch = 0
         self._last_output_ms: int | None = None
+        #: The latest clock reading given (observe_fetch, poll): judges times at push.
+        self._clock: int | None = None
         #: While an operator holds the task (paused): the partitions it paused.
         self._held: list[PartitionState] | None = None
         # Counters (Kafka Streams' meanings), read by snapshot() and the metrics.
@@ -232,12 +234,13 @@ class MergeTask:
             p.start_offset = records[0].offset
         was_empty = p.head == len(p.timestamps)
         timestamps = self.config.extractor.extract_all(records)
+        ahead = self._ahead_limit()
         try:
-            if min(timestamps) >= 0:
+            if min(timestamps) >= 0 and (ahead is None or max(timestamps) <= ahead):
                 p.append(records, timestamps)
                 self._budget.observe(len(records))
             else:
-                self._push_with_invalid(p, records, timestamps)
+                self._push_with_invalid(p, records, timestamps, ahead)
             p.next_offset = records[-1].offset + 1
             self.records_in += len(records)
         finally:  # also when a bad record stops the push: what came before it is queued
@@ -246,8 +249,18 @@ class MergeTask:
                 p.frozen_remaining = None
                 heapq.heappush(self._heap, (p.timestamps[p.head], p.rank, p.index))
 
+    def _ahead_limit(self) -> int | None:
+        """The latest time the output topic's broker accepts, by the last clock reading the task
+        was given (``None``: no limit, or no reading yet). A time beyond it is refused at push:
+        left in the buffer, its far-future timestamp would hold its whole partition back in the
+        merge until every other partition passed it."""
+        limits = self.config.output_limits
+        if limits is None or self._clock is None:
+            return None
+        return limits.window(self._clock)[1]
+
     def _push_with_invalid(
-        self, p: PartitionState, records: Sequence[InputRecord], timestamps: list[int]
+        self, p: PartitionState, records: Sequence[InputRecord], timestamps: list[int], ahead: int | None
     ) -> None:
         cfg = self.config
         keep: list[InputRecord] = []
@@ -259,6 +272,22 @@ class MergeTask:
         if p.partition_time is not None and (known_time is None or p.partition_time > known_time):
             known_time = p.partition_time
         for i, (record, ts) in enumerate(zip(records, timestamps, strict=True)):
+            if ahead is not None and ts > ahead:
+                limits, clock = cfg.output_limits, self._clock
+                assert limits is not None
+                assert clock is not None
+                if cfg.timestamp_invalid == "skip":
+                    self.dropped["refused-timestamp"] += 1
+                    continue
+                refusal = limits.refusal(ts, clock) or "refused"
+                if cfg.errors_tolerance == "none":
+                    p.append(keep, keep_ts)
+                    p.next_offset = record.offset
+                    self.records_in += i
+                    raise RefusedTimestampError(p.tp, record.offset, refusal)
+                failed_at.append(i)
+                self._dead.append((p.index, DeadLetter(record, refusal, "InvalidTimestampException")))
+                continue
             if ts >= 0:
                 keep.append(record)
                 keep_ts.append(ts)
@@ -289,6 +318,8 @@ class MergeTask:
     def observe_fetch(self, tp: TopicPartition, high_watermark: int, position: int, now_ms: int) -> None:
         """A fetch response at ``now_ms`` showed ``high_watermark`` while we were at ``position``."""
         p = self._part(tp)
+        if self._clock is None or now_ms > self._clock:
+            self._clock = now_ms
         lag = high_watermark - position
         p.lag = lag if lag > 0 else 0
         if p.lag == 0:
@@ -308,6 +339,8 @@ class MergeTask:
     def poll(self, now_ms: int, max_records: int | None = None) -> Outcome:
         """What to do now: emit a batch, write a heartbeat, fetch, wait, or nothing."""
         cfg = self.config
+        if self._clock is None or now_ms > self._clock:
+            self._clock = now_ms
         if self._held is not None:
             return Idle()
         if self._last_output_ms is None:
@@ -407,13 +440,16 @@ class MergeTask:
         records, stamps = merge_sorted([c for c in chunks if c[1]])
         if over_budget and len(records) > budget:
             records, stamps = records[:budget], stamps[:budget]
-            last = self._part(TopicPartition(records[-1].topic, records[-1].partition))
-            others = 0
-            for p in active:
-                if p is not last:
-                    ends[p.index] = cut_index(p, stamps[-1], last.rank)
-                    others += ends[p.index] - p.head
-            ends[last.index] = last.head + budget - others
+            self._recut(active, ends, records, stamps)
+        limits = self.config.output_limits
+        if limits is not None and stamps and self._stops_at_refusal():
+            low, high = limits.window(now_ms)
+            first_refused = 0 if stamps[0] < low else bisect_right(stamps, high)
+            if first_refused < len(records):  # what comes before it goes out; then the stop
+                if first_refused == 0:
+                    raise self._refusal(now_ms, records[0], stamps[0])
+                records, stamps = records[:first_refused], stamps[:first_refused]
+                self._recut(active, ends, records, stamps)
         if enforced:
             enforced_from = 0
         elif enforced_key is not None:
@@ -480,6 +516,22 @@ class MergeTask:
             refused,
         )
 
+    def _recut(
+        self,
+        active: list[PartitionState],
+        ends: dict[int, int],
+        records: list[InputRecord],
+        stamps: list[int],
+    ) -> None:
+        """Set ``ends`` so that exactly the (merged, shortened) ``records`` are taken."""
+        last = self._part(TopicPartition(records[-1].topic, records[-1].partition))
+        others = 0
+        for p in active:
+            if p is not last:
+                ends[p.index] = cut_index(p, stamps[-1], last.rank)
+                others += ends[p.index] - p.head
+        ends[last.index] = last.head + len(records) - others
+
     def _take_runs(self, now_ms: int, watermark: int, enforced: bool, budget: int) -> Emit:
         """The general merge loop, for buffers that are not sorted: runs of records in order."""
         heap, parts = self._heap, self._parts
@@ -517,10 +569,21 @@ class MergeTask:
                 if run_min < stream_time or not p.monotonic
                 else None
             )
+            halt = False
             if run_min < low or run_max > high:  # rare: record by record, the refused left out
                 for j in range(h, end):
                     t_j = ts[j]
                     if t_j < low or t_j > high:
+                        if self._stops_at_refusal():
+                            # It stays at the head, unconsumed: what came before it goes out in
+                            # this batch, and the next poll stops on it (nothing after it is taken).
+                            if not (out_records or routed or dropped or refused):
+                                raise self._refusal(now_ms, recs[j], t_j)
+                            halt = True
+                            if j == h and firsts.get(i) == recs[h].offset:
+                                del firsts[i]
+                            end = j
+                            break
                         refused.append((recs[j], t_j))
                     elif t_j >= stream_time:
                         out_records.append(recs[j])
@@ -557,6 +620,14 @@ class MergeTask:
                             lateness.append(lost)
                 if run_max > stream_time:
                     stream_time = run_max
+            if halt:
+                if end > h:
+                    run_min, run_max = min(ts[h:end]), max(ts[h:end])
+                    p.partition_time = max(run_max, p.partition_time or run_max)
+                    p.watermark_policy.on_take(run_min, run_max, now_ms)
+                p.head = end
+                heapq.heapreplace(heap, (ts[end], p.rank, i))
+                break
             if p.partition_time is None or run_max > p.partition_time:
                 p.partition_time = run_max
             p.watermark_policy.on_take(run_min, run_max, now_ms)
@@ -595,12 +666,25 @@ class MergeTask:
         limits = self.config.output_limits
         return limits is None or limits.refusal(timestamp, now_ms) is None
 
+    def _stops_at_refusal(self) -> bool:
+        """A refused time stops the sidecar (rather than being dropped or dead-lettered)."""
+        cfg = self.config
+        return cfg.timestamp_invalid != "skip" and cfg.errors_tolerance == "none"
+
+    def _refusal(self, now_ms: int, record: InputRecord, timestamp: int) -> RefusedTimestampError:
+        limits = self.config.output_limits
+        assert limits is not None
+        reason = limits.refusal(timestamp, now_ms) or "refused"
+        return RefusedTimestampError(TopicPartition(record.topic, record.partition), record.offset, reason)
+
     def _refused(self, now_ms: int, refused: list[tuple[InputRecord, int]]) -> list[DeadLetter]:
         """Records the output topic's broker would refuse (it would fail the whole produce batch),
         taken out of the output: ``timestamp.invalid=skip`` drops them (counted), otherwise
-        ``errors.tolerance`` decides — dead letters, or :class:`RefusedTimestampError`. A refused
-        time is readable, so ``partition-time`` does not restamp it. They are not emitted, so
-        they move neither stream time nor anyone's lateness."""
+        ``errors.tolerance=all`` makes them dead letters. Under ``none`` the merge never takes
+        one: it emits what comes before it, then raises :class:`RefusedTimestampError` with the
+        record still unconsumed (its offset is never committed). A refused time is readable, so
+        ``partition-time`` does not restamp it. They are not emitted, so they move neither
+        stream time nor anyone's lateness."""
         limits = self.config.output_limits
         assert limits is not None
         cfg = self.config
@@ -609,12 +693,8 @@ class MergeTask:
             reason = limits.refusal(ts, now_ms) or "refused"
             if cfg.timestamp_invalid == "skip":
                 self.dropped["refused-timestamp"] += 1
-            elif cfg.errors_tolerance == "all":
+            else:  # errors.tolerance=all (under none the merge stops before taking one)
                 dead.append(DeadLetter(record, reason, "InvalidTimestampException"))
-            else:
-                raise RefusedTimestampError(
-                    TopicPartition(record.topic, record.partition), record.offset, reason
-                )
         return dead
 
     def _batch(

@@ -9,11 +9,13 @@ null values, 1 MiB values), some with binary or duplicate headers, a few valid b
 - every malformed record is in the DLQ, as it came in, with the reason;
 - in = out + DLQ + dropped by policy (the late ones), in the topics and in ``/metrics``.
 
-Far-future event times are malformed on purpose: Kafka 4 refuses a record stamped more than
-``log.message.timestamp.after.max.ms`` (default 1 h) ahead of the broker's clock, and the
+Far-future event times are bad records too: Kafka 4 refuses a record stamped more than the
+topic's ``message.timestamp.after.max.ms`` (default 1 h) ahead of the broker's clock, and the
 output record carries the event time, so such a record would fail the whole output batch. The
-json extractor treats an event time more than 1 h after the record's own timestamp as invalid
-(``sidecar/core/timestamps.py``); the last test pins the broker behaviour this relies on.
+sidecar reads the output topic's setting at start and judges each record against the clock
+(``BrokerTimestampLimits``): a refused one goes to the DLQ as ``InvalidTimestampException``,
+naming the setting. A valid record 30 min ahead goes out. The last test pins the broker
+behaviour this relies on.
 """
 
 from __future__ import annotations
@@ -64,6 +66,11 @@ class In:
         return "dlq" if self.reason else "late" if self.kind == "late" else "out"
 
 
+REFUSED = "more than the output topic's message.timestamp.after.max.ms=3600000: the broker would refuse it"
+#: What the DLQ names as the error: a time the output topic's broker would refuse, or none at all.
+REFUSED_CLASS, UNREADABLE_CLASS = b"InvalidTimestampException", b"InvalidTimestampError"
+
+
 def malformed(now: int, rng: random.Random) -> dict[str, tuple[bytes | None, str]]:
     """Each kind of bad value, with (a part of) the reason the DLQ must carry."""
     return {
@@ -77,9 +84,10 @@ def malformed(now: int, rng: random.Random) -> dict[str, tuple[bytes | None, str
         "bool-ts": (orjson.dumps({"ts": True}), "field ts is not a number: True"),
         "null-ts": (orjson.dumps({"ts": None}), "field ts is not a number: None"),
         "negative": (orjson.dumps({"ts": -5}), "field ts is negative: -5"),
-        "far-future": (orjson.dumps({"ts": now + 10 * 365 * 24 * HOUR}), "field ts is in the future"),
-        "just-too-far": (orjson.dumps({"ts": now + HOUR + 1}), "is more than 1 h after the record's"),
-        "micros": (orjson.dumps({"ts": now * 1000}), "field ts is in the future"),
+        "far-future": (orjson.dumps({"ts": now + 10 * 365 * 24 * HOUR}), REFUSED),
+        # 10 min past the limit: still past it when the record is read, minutes after ``now``.
+        "just-too-far": (orjson.dumps({"ts": now + HOUR + 10 * 60_000}), REFUSED),
+        "micros": (orjson.dumps({"ts": now * 1000}), REFUSED),
         "huge": (b'{"ts": 1e30}', "field ts is beyond Kafka's timestamp range: 1e+30"),
         "array": (b"[1, 2]", "value is not a JSON object"),
     }
@@ -224,8 +232,9 @@ async def test_malformed_records_go_to_the_dlq_with_reasons_and_the_counts_balan
         h = dict(d.headers)
         assert (d.key, d.value) == (r.key, r.value)
         assert list(d.headers[: len(r.headers)]) == list(r.headers)
-        assert h["__connect.errors.exception.class.name"] == b"InvalidTimestampError"
         assert r.reason is not None
+        expected_class = REFUSED_CLASS if r.reason == REFUSED else UNREADABLE_CLASS
+        assert h["__connect.errors.exception.class.name"] == expected_class, (r.kind, h)
         assert r.reason in h["__connect.errors.exception.message"].decode(), (r.kind, h)
 
     # The books balance: in = out + DLQ + dropped by policy, in the topics and in the metrics.

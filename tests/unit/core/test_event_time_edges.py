@@ -235,3 +235,50 @@ def test_no_commit_passes_a_dead_letter_still_waiting_for_its_batch() -> None:
     (batch,), _ = drain(t, now=0)
     assert [d.record.offset for d in batch.dead_letters] == [0]
     assert t.acked([batch.batch_id]) == {A0: 1}
+
+
+@pytest.mark.parametrize(
+    ("times", "before"),
+    [
+        ([0, 1, 3, 2 * HOUR], 3),  # non-decreasing: the sorted-buffer path; refused last
+        ([1, 0, 2 * HOUR, 3], 2),  # out of order: the run merge
+    ],
+    ids=["sorted", "runs"],
+)
+def test_a_refused_time_under_tolerance_none_stops_before_it_and_is_never_committed(
+    times: list[int], before: int
+) -> None:
+    """What comes before it goes out; it stays unconsumed, so no commit passes it (a restart
+    meets it again) and nothing after it is taken."""
+    now = 1_700_000_000_000
+    t = json_task(output_limits=BrokerTimestampLimits(), errors_tolerance="none")
+    t.push(A0, [json_record(i, now + ts, now) for i, ts in enumerate(times)])
+    out = t.poll(now)
+    assert isinstance(out, Emit)
+    assert [r.offset for r in out.records] == list(range(before))
+    with pytest.raises(RefusedTimestampError, match=f"offset {before}"):
+        t.poll(now)
+    assert t.acked([out.batch_id]) == {A0: before}, "never past the refused record"
+
+
+def test_a_time_too_far_ahead_is_refused_when_fetched_and_does_not_hold_its_partition_back() -> None:
+    """Left in the buffer until it goes out, a far-future time would sort after every other
+    partition's records and make its own partition's next records late (test_bad_input found it)."""
+    now = 1_700_000_000_000
+    cfg = TaskConfig(
+        max_task_idle_ms=0,
+        extractor=parse_extractor("json:ts"),
+        output_limits=BrokerTimestampLimits(),
+        errors_tolerance="all",
+    )
+    t = MergeTask([A0, B0], cfg)
+    a = [json_record(0, now, now), json_record(1, now + 5 * HOUR, now), json_record(2, now + 2, now)]
+    b = [Record("b", 0, i, now, value=orjson.dumps({"ts": ts})) for i, ts in enumerate([now + 1, now + 3])]
+    t.observe_fetch(A0, 3, 3, now)
+    t.push(A0, a)
+    t.observe_fetch(B0, 2, 2, now)
+    t.push(B0, b)
+    batches, _ = drain(t, now=now)
+    assert timestamps_of(batches) == [now, now + 1, now + 2, now + 3]
+    assert not any(b.late for b in batches)
+    assert [d.record.offset for b in batches for d in b.dead_letters] == [1]
