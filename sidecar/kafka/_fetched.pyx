@@ -26,14 +26,7 @@ from aiokafka.record.control_record import ABORT_MARKER, ControlRecord
 cdef class FetchedRecord:
     """One consumed record: what the merge, the stamping and the dead letters read of it."""
 
-    cdef readonly object topic
-    cdef readonly object partition
-    cdef readonly object offset
-    cdef readonly object timestamp
-    cdef readonly object timestamp_type
-    cdef readonly object key
-    cdef readonly object value
-    cdef readonly tuple headers
+    # The fields are declared in _fetched.pxd: the output encoder reads them directly.
 
     def __init__(self, topic, partition, offset, timestamp, timestamp_type, key, value, headers=()):
         self.topic = topic
