@@ -69,7 +69,9 @@ cdef class PartitionReader:
 
     Iterating gives one :class:`FetchedRecord` per record. A corrupt batch (CRC mismatch, with
     ``check_crcs``) raises ``CorruptRecordException`` and ends the reader, as aiokafka's does:
-    the consumer fetches again from ``next_fetch_offset``.
+    the consumer fetches again from ``next_fetch_offset``. :meth:`take` first returns the records
+    it read before the corrupt batch and raises on the next call — aiokafka's ``getall`` loses
+    them (its position has already moved past them when the error comes out).
     """
 
     cdef public object next_fetch_offset
@@ -81,6 +83,7 @@ cdef class PartitionReader:
     cdef set _aborted_producers
     cdef bint _check_crcs
     cdef bint _read_committed
+    cdef object _error
 
     def __init__(self, tp, batches, aborted, fetch_offset, bint check_crcs, bint read_committed):
         self._topic = tp.topic
@@ -92,6 +95,7 @@ cdef class PartitionReader:
         self._check_crcs = check_crcs
         self._read_committed = read_committed
         self.next_fetch_offset = fetch_offset
+        self._error = None
 
     def __iter__(self):
         return self
@@ -106,8 +110,17 @@ cdef class PartitionReader:
         """Up to ``limit`` records (fewer only when the reader ran out), in offset order."""
         cdef list out = []
         cdef object record
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
         while len(out) < limit:
-            record = self._next()
+            try:
+                record = self._next()
+            except Exception as e:
+                if not out:
+                    raise
+                self._error = e  # the records before it first; the error on the next call
+                break
             if record is None:
                 break
             out.append(record)
@@ -115,8 +128,8 @@ cdef class PartitionReader:
 
     @property
     def exhausted(self):
-        """Every batch was read: nothing more will come."""
-        return self._batches is None
+        """Every batch was read and every record and error handed out: nothing more will come."""
+        return self._batches is None and self._error is None
 
     cdef object _next(self):
         cdef object batch, record, offset

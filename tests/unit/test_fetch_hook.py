@@ -161,6 +161,22 @@ def test_a_corrupt_batch_fails_like_aiokafka_and_ends_the_reader() -> None:
     assert ours.next_fetch_offset == expected.next_fetch_offset == 3
 
 
+def test_take_hands_out_the_records_before_a_corrupt_batch_then_the_error() -> None:
+    """aiokafka's getall loses them: its position has moved past them when the error comes out.
+    Here the consumer gets them, and its position stops right before the corrupt batch."""
+    first, second = batch(0, plain(3, "ok")), bytearray(batch(3, plain(3, "bad")))
+    second[-1] ^= 0xFF
+    ours = reader(first + bytes(second), [], 0, READ_UNCOMMITTED)
+    assert [r.offset for r in ours.take(10)] == [0, 1, 2]
+    assert not ours.exhausted
+    assert ours.next_fetch_offset == 3
+    with pytest.raises(CorruptRecordException, match="Invalid CRC"):
+        ours.take(10)
+    assert ours.exhausted
+    assert ours.take(10) == []
+    assert ours.next_fetch_offset == 3
+
+
 def test_a_fetched_record_has_the_fields_the_merge_reads() -> None:
     record = FetchedRecord("t", 1, 2, 3, 0, b"k", b"v", [("h", b"x")])
     assert fields(record) == ("t", 1, 2, 3, 0, b"k", b"v", (("h", b"x"),))
