@@ -17,10 +17,21 @@ batches themselves are decoded by aiokafka's C extension (``DefaultRecordBatch``
 :mod:`sidecar.kafka.fetch_hook` installs it into a consumer (aiokafka 0.14, pinned).
 """
 
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_AsTuple
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcmp
 
+from aiokafka.codec import gzip_decode, lz4_decode, snappy_decode, zstd_decode
 from aiokafka.errors import CorruptRecordException
 from aiokafka.record.control_record import ABORT_MARKER, ControlRecord
+
+# A v2 batch's header, up to its records: base offset, length, leader epoch, magic, CRC,
+# attributes, last offset delta, first and max timestamp, producer id and epoch, base
+# sequence, record count.
+cdef enum:
+    _V2_HEADER = 61
 
 
 cdef class FetchedRecord:
@@ -84,8 +95,12 @@ cdef class PartitionReader:
     cdef bint _check_crcs
     cdef bint _read_committed
     cdef object _error
+    cdef bytes _raw
+    cdef Py_ssize_t _raw_pos
+    cdef list _pending
+    cdef Py_ssize_t _pending_at
 
-    def __init__(self, tp, batches, aborted, fetch_offset, bint check_crcs, bint read_committed):
+    def __init__(self, tp, batches, aborted, fetch_offset, bint check_crcs, bint read_committed, raw=None):
         self._topic = tp.topic
         self._partition = tp.partition
         self._batches = batches
@@ -96,6 +111,11 @@ cdef class PartitionReader:
         self._read_committed = read_committed
         self.next_fetch_offset = fetch_offset
         self._error = None
+        # The response's bytes, when the hook could keep them: v2 batches are then decoded here.
+        self._raw = raw if type(raw) is bytes else None
+        self._raw_pos = 0
+        self._pending = None
+        self._pending_at = 0
 
     def __iter__(self):
         return self
@@ -133,9 +153,21 @@ cdef class PartitionReader:
 
     cdef object _next(self):
         cdef object batch, record, offset
+        cdef FetchedRecord fetched
         while True:
             batch = self._batch
-            if batch is not None:
+            if batch is not None and self._pending is not None:
+                if self._pending_at < len(self._pending):
+                    fetched = self._pending[self._pending_at]
+                    self._pending_at += 1
+                    if fetched.offset < self.next_fetch_offset:
+                        continue
+                    self.next_fetch_offset = fetched.offset + 1
+                    return fetched
+                self._pending = None
+                self.next_fetch_offset = batch.next_offset
+                self._batch = None
+            elif batch is not None:
                 record = next(batch, None)
                 if record is not None:
                     offset = record.offset
@@ -162,8 +194,10 @@ cdef class PartitionReader:
     cdef object _next_batch(self):
         """The next batch holding records to yield, skipping control and aborted batches."""
         cdef object batches = self._batches, batch, producer
+        cdef Py_ssize_t at
         while batches.has_next():
             batch = batches.next_batch()
+            at = self._follow(batch)
             if self._check_crcs and not batch.validate_crc():
                 raise CorruptRecordException(f"Invalid CRC - TopicPartition(topic={self._topic!r}, partition={self._partition!r})")
             if self._read_committed:
@@ -178,9 +212,34 @@ cdef class PartitionReader:
             if batch.is_control_batch:
                 self.next_fetch_offset = batch.next_offset
                 continue
+            if at >= 0:
+                self._pending = _decode_v2(self._raw, at, self._topic, self._partition)
+                self._pending_at = 0
+                return batch
             # Iterating a batch starts with iter(): a compressed batch is decompressed there.
             return iter(batch)
         return None
+
+    cdef Py_ssize_t _follow(self, object batch) except -2:
+        """Where ``batch`` starts in the response's bytes if it is a v2 batch decoded here, else -1.
+
+        aiokafka's ``MemoryRecords`` cuts the response into batches front to back, each 12 bytes
+        of offset and length plus its length; the reader follows along. Should the two ever
+        disagree (the base offset read here is not the batch's), it stops decoding itself and
+        leaves the rest of the response to aiokafka's decoder.
+        """
+        cdef bytes raw = self._raw
+        if raw is None:
+            return -1
+        cdef const unsigned char* buf = <const unsigned char*>PyBytes_AS_STRING(raw)
+        cdef Py_ssize_t size = PyBytes_GET_SIZE(raw), at = self._raw_pos
+        if at + _V2_HEADER > size or _int64(buf + at) != batch.base_offset:
+            self._raw = None
+            return -1
+        self._raw_pos = at + 12 + _int32(buf + at + 8)
+        if buf[at + 16] != 2 or self._raw_pos > size:
+            return -1
+        return at
 
     cdef void _note_aborts_up_to(self, object base_offset):
         cdef list aborted = self._aborted
@@ -192,6 +251,141 @@ cdef class PartitionReader:
         if control is None:
             raise CorruptRecordException("a control batch without a control record")
         return ControlRecord.parse(control.key) == ABORT_MARKER
+
+
+cdef inline int64_t _int64(const unsigned char* p) noexcept nogil:
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | p[i]
+    return <int64_t>v
+
+
+cdef inline int _int32(const unsigned char* p) noexcept nogil:
+    return <int>((<unsigned int>p[0] << 24) | (<unsigned int>p[1] << 16) | (<unsigned int>p[2] << 8) | p[3])
+
+
+cdef inline int64_t _varint(const unsigned char* buf, Py_ssize_t end, Py_ssize_t* pos) except? -1:
+    """A zigzag varint (Kafka's varint and varlong) at ``pos``, moving ``pos`` past it."""
+    cdef uint64_t value = 0
+    cdef int shift = 0
+    cdef unsigned char b
+    while True:
+        if pos[0] >= end:
+            raise CorruptRecordException("a record runs past the end of its batch")
+        b = buf[pos[0]]
+        pos[0] += 1
+        value |= <uint64_t>(b & 0x7F) << shift
+        if not (b & 0x80):
+            return <int64_t>(value >> 1) ^ -<int64_t>(value & 1)
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordException("a varint longer than 64 bits")
+
+
+cdef object _bytes_at(const unsigned char* buf, Py_ssize_t end, Py_ssize_t* pos, int64_t length):
+    if length < 0:
+        return None
+    if pos[0] + length > end:
+        raise CorruptRecordException("a record runs past the end of its batch")
+    out = PyBytes_FromStringAndSize(<const char*>buf + pos[0], length)
+    pos[0] += length
+    return out
+
+
+cdef list _decode_v2(bytes raw, Py_ssize_t at, object topic, object partition):
+    """The records of the v2 batch at ``raw[at:]``, as aiokafka's C decoder reads them.
+
+    Same fields, same rules: a LogAppendTime batch gives every record its max timestamp; a
+    compressed batch is decompressed with the codec aiokafka uses; header keys are UTF-8; a
+    record whose length does not match what was read, a negative header count or key size, or
+    a batch whose record count does not match what it holds is corrupt.
+    """
+    cdef const unsigned char* head = <const unsigned char*>PyBytes_AS_STRING(raw) + at
+    cdef Py_ssize_t batch_end = 12 + _int32(head + 8)
+    cdef int attributes = (head[21] << 8) | head[22]
+    cdef int codec = attributes & 0x07
+    cdef int timestamp_type = (attributes >> 3) & 1
+    cdef int64_t base_offset = _int64(head)
+    cdef int64_t first_ts = _int64(head + 27), max_ts = _int64(head + 35)
+    cdef int count = _int32(head + 57)
+    cdef object data
+    if codec == 0:
+        data = raw
+        pos_start = at + _V2_HEADER
+        end = at + batch_end
+    else:
+        body = memoryview(raw)[at + _V2_HEADER : at + batch_end]
+        if codec == 1:
+            data = gzip_decode(body)
+        elif codec == 2:
+            data = snappy_decode(body.tobytes())
+        elif codec == 3:
+            data = lz4_decode(body.tobytes())
+        elif codec == 4:
+            data = zstd_decode(body.tobytes())
+        else:
+            raise CorruptRecordException(f"Invalid compression codec {codec:#04x}")
+        if type(data) is not bytes:
+            data = bytes(data)
+        pos_start = 0
+        end = PyBytes_GET_SIZE(data)
+    cdef const unsigned char* buf = <const unsigned char*>PyBytes_AS_STRING(data)
+    cdef Py_ssize_t pos = pos_start, record_start, h_len, last_key_len = -1
+    cdef int64_t length, ts_delta, offset_delta, key_len, value_len, n_headers, hv_len
+    cdef const unsigned char* last_key_ptr = NULL
+    cdef object key, value, h_key, h_value, last_key = None
+    cdef list out = [], headers
+    cdef FetchedRecord r
+    cdef object ts_type = timestamp_type
+    for _ in range(count):
+        length = _varint(buf, end, &pos)
+        record_start = pos
+        _varint(buf, end, &pos)  # record attributes: none defined
+        ts_delta = _varint(buf, end, &pos)
+        offset_delta = _varint(buf, end, &pos)
+        key = _bytes_at(buf, end, &pos, _varint(buf, end, &pos))
+        value = _bytes_at(buf, end, &pos, _varint(buf, end, &pos))
+        n_headers = _varint(buf, end, &pos)
+        if n_headers < 0:
+            raise CorruptRecordException(f"Found invalid number of record headers {n_headers}")
+        headers = []
+        while n_headers:
+            h_len = _varint(buf, end, &pos)
+            if h_len < 0:
+                raise CorruptRecordException(f"Invalid negative header key size {h_len}")
+            if pos + h_len > end:
+                raise CorruptRecordException("a record runs past the end of its batch")
+            # Records mostly repeat their header names: reuse the last one's str when equal.
+            if h_len == last_key_len and memcmp(buf + pos, last_key_ptr, h_len) == 0:
+                h_key = last_key
+            else:
+                h_key = PyUnicode_DecodeUTF8(<const char*>buf + pos, h_len, NULL)
+                last_key, last_key_len, last_key_ptr = h_key, h_len, buf + pos
+            pos += h_len
+            h_value = _bytes_at(buf, end, &pos, _varint(buf, end, &pos))
+            headers.append((h_key, h_value))
+            n_headers -= 1
+        if pos - record_start != length:
+            raise CorruptRecordException(
+                f"Invalid record size: expected to read {length} bytes in record payload, "
+                f"but instead read {pos - record_start}"
+            )
+        r = FetchedRecord.__new__(FetchedRecord)
+        r.topic = topic
+        r.partition = partition
+        r.offset = base_offset + offset_delta
+        r.timestamp = max_ts if timestamp_type else first_ts + ts_delta
+        r.timestamp_type = ts_type
+        r.key = key
+        r.value = value
+        r.headers = PyList_AsTuple(headers)
+        out.append(r)
+    if pos != end:
+        raise CorruptRecordException(
+            f"{end - pos} bytes left in a batch after its {count} records"
+        )
+    return out
 
 
 cdef inline FetchedRecord _record(

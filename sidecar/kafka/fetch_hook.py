@@ -52,6 +52,8 @@ _ASSIGNED = (
     "self._value_deserializer = ",
     # the one line that stores a fetch response's records
     "self._records[tp] = FetchResult(",
+    # and the one that wraps a partition's bytes of the response
+    "records = MemoryRecords(part_data[-1])",
 )
 
 
@@ -84,8 +86,39 @@ def install(consumer: Any) -> ReaderName:
         or getattr(fetcher, "_value_deserializer", None) is not None
     ):
         return "aiokafka"
+    if not isinstance(aiokafka_fetcher.MemoryRecords, type) or not issubclass(
+        aiokafka_fetcher.MemoryRecords, _KeptBytes
+    ):
+        _KeptBytes.inner = aiokafka_fetcher.MemoryRecords
+        aiokafka_fetcher.MemoryRecords = _KeptBytes
     fetcher._records = _ReadInC(fetcher._records)
     return "native"
+
+
+class _KeptBytes:
+    """aiokafka's ``MemoryRecords`` over a partition's bytes of a fetch response, keeping the
+    bytes (aiokafka's own type hides them) so that the reader can decode v2 batches itself.
+
+    The fetcher builds one per partition per response from a module-level name, so this stands
+    in for it process-wide, for every consumer; it only delegates, so a consumer without the
+    hook reads exactly as before.
+    """
+
+    __slots__ = ("batches", "raw")
+    inner: Any = None
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.batches = self.inner(raw)
+
+    def has_next(self) -> bool:
+        return bool(self.batches.has_next())
+
+    def next_batch(self) -> Any:
+        return self.batches.next_batch()
+
+    def size_in_bytes(self) -> int:
+        return int(self.batches.size_in_bytes())
 
 
 class _ReadInC(collections.OrderedDict[Any, Any]):
@@ -100,13 +133,18 @@ class _ReadInC(collections.OrderedDict[Any, Any]):
         if type(result) is aiokafka_fetcher.FetchResult:
             records = result._partition_records
             if type(records) is aiokafka_fetcher.PartitionRecords:
+                batches = records._records
+                raw = None
+                if type(batches) is _KeptBytes:
+                    batches, raw = batches.batches, batches.raw
                 reader = PartitionReader(
                     records._tp,
-                    records._records,
+                    batches,
                     records._aborted_transactions,
                     records.next_fetch_offset,
                     records._check_crcs,
                     records._isolation_level == aiokafka_fetcher.READ_COMMITTED,
+                    raw,
                 )
                 result._partition_records = reader
                 result.getall = _Getall(result, reader)

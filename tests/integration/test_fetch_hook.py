@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.consumer import fetcher as aiokafka_fetcher
 
 from sidecar.core import Emit, MergeTask, TaskConfig
 from sidecar.core import TopicPartition as CoreTopicPartition
@@ -149,6 +150,7 @@ async def test_the_hooked_consumer_returns_aiokafkas_records_and_the_output_is_b
     theirs, _ = await read_all(bootstrap, tps, hooked=False)
 
     assert reader == "native"
+    assert aiokafka_fetcher.MemoryRecords is fetch_hook._KeptBytes  # v2 batches decoded by the reader
     assert all(type(r) is FetchedRecord for records in ours.values() for r in records)
     for tp in tps:
         assert [tuple(getattr(r, f) for f in FIELDS) for r in ours[tp]] == [

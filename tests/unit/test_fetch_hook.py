@@ -30,6 +30,7 @@ FIELDS = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", 
 TP = TopicPartition("clicks", 4)
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 _CONTROL = 0x20
+_LOG_APPEND_TIME = 0x08
 _ABORT, _COMMIT = 0, 1
 
 
@@ -41,6 +42,7 @@ def batch(
     producer_id: int = -1,
     transactional: bool = False,
     control: int | None = None,
+    log_append_time: int | None = None,
 ) -> bytes:
     """One v2 record batch at ``base_offset``; with ``control`` a transaction marker (abort/commit)."""
     builder = DefaultRecordBatchBuilder(
@@ -55,6 +57,10 @@ def batch(
     if control is not None:
         (attributes,) = struct.unpack_from(">h", data, 21)
         struct.pack_into(">h", data, 21, attributes | _CONTROL)
+    if log_append_time is not None:  # as the broker stamps it: the batch's max timestamp
+        (attributes,) = struct.unpack_from(">h", data, 21)
+        struct.pack_into(">h", data, 21, attributes | _LOG_APPEND_TIME)
+        struct.pack_into(">q", data, 35, log_append_time)
     struct.pack_into(">I", data, 17, calc_crc32c(bytes(data[21:])))
     return bytes(data)
 
@@ -92,6 +98,8 @@ def response() -> tuple[bytes, list[tuple[int, int]]]:
     add(plain(6, "committed"), producer_id=8, transactional=True, codec="zstd")
     add([], control=_COMMIT, producer_id=8, transactional=True)
     add(plain(9, "d"), codec="snappy")
+    add(plain(4, "appended"), log_append_time=1_800_000_000_123)
+    add(plain(4, "appended-lz4"), log_append_time=1_800_000_000_456, codec="lz4")
     return b"".join(parts), aborted
 
 
@@ -103,17 +111,24 @@ def reference(data: bytes, aborted: list[tuple[int, int]], start: int, isolation
     return PartitionRecords(TP, MemoryRecords(data), aborted, start, None, None, True, isolation)
 
 
-def reader(data: bytes, aborted: list[tuple[int, int]], start: int, isolation: int) -> PartitionReader:
+def reader(
+    data: bytes, aborted: list[tuple[int, int]], start: int, isolation: int, native: bool = True
+) -> PartitionReader:
+    """``native``: with the response's bytes, so v2 batches are decoded by the reader itself;
+    without them it reads aiokafka's decoded records (the hook's fallback)."""
     # aiokafka's PartitionRecords sorts the aborted transactions; the hook passes them on sorted.
     ordered = sorted(aborted, key=lambda a: a[1])
-    return PartitionReader(TP, MemoryRecords(data), ordered, start, True, isolation == READ_COMMITTED)
+    raw = data if native else None
+    return PartitionReader(TP, MemoryRecords(data), ordered, start, True, isolation == READ_COMMITTED, raw)
 
 
+@pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("isolation", [READ_UNCOMMITTED, READ_COMMITTED])
-@pytest.mark.parametrize("start", [0, 3, 8, 15])
-def test_the_reader_reads_what_aiokafka_reads(isolation: int, start: int) -> None:
+@pytest.mark.parametrize("start", [0, 3, 8, 15, 47])
+def test_the_reader_reads_what_aiokafka_reads(isolation: int, start: int, native: bool) -> None:
     data, aborted = response()
-    expected, ours = reference(data, aborted, start, isolation), reader(data, aborted, start, isolation)
+    expected = reference(data, aborted, start, isolation)
+    ours = reader(data, aborted, start, isolation, native)
     steps = 0
     for want in expected:
         got = next(ours)
@@ -124,7 +139,9 @@ def test_the_reader_reads_what_aiokafka_reads(isolation: int, start: int) -> Non
     assert next(ours, None) is None
     assert ours.exhausted
     assert ours.next_fetch_offset == expected.next_fetch_offset
-    assert steps > 20
+    assert steps > 20 or start > 40
+    if start == 0:
+        assert {r.timestamp_type for r in reader(data, aborted, start, isolation, native)} == {0, 1}
     if isolation == READ_COMMITTED:
         assert not any(
             r.key and r.key.startswith(b"aborted") for r in reader(data, aborted, start, isolation)
@@ -133,11 +150,14 @@ def test_the_reader_reads_what_aiokafka_reads(isolation: int, start: int) -> Non
         assert any(r.key and r.key.startswith(b"aborted") for r in reader(data, aborted, start, isolation))
 
 
+@pytest.mark.parametrize("native", [True, False])
 @pytest.mark.parametrize("limit", [1, 4, 100])
-def test_take_gives_the_same_records_in_chunks_and_stops_exactly_at_the_limit(limit: int) -> None:
+def test_take_gives_the_same_records_in_chunks_and_stops_exactly_at_the_limit(
+    limit: int, native: bool
+) -> None:
     data, aborted = response()
     expected = list(reference(data, aborted, 0, READ_COMMITTED))
-    ours = reader(data, aborted, 0, READ_COMMITTED)
+    ours = reader(data, aborted, 0, READ_COMMITTED, native)
     got: list[FetchedRecord] = []
     while chunk := ours.take(limit):
         assert len(chunk) == limit or ours.exhausted
@@ -146,11 +166,13 @@ def test_take_gives_the_same_records_in_chunks_and_stops_exactly_at_the_limit(li
     assert [fields(r) for r in got] == [fields(r) for r in expected]
 
 
-def test_a_corrupt_batch_fails_like_aiokafka_and_ends_the_reader() -> None:
+@pytest.mark.parametrize("native", [True, False])
+def test_a_corrupt_batch_fails_like_aiokafka_and_ends_the_reader(native: bool) -> None:
     first, second = batch(0, plain(3, "ok")), bytearray(batch(3, plain(3, "bad")))
     second[-1] ^= 0xFF
     data = first + bytes(second)
-    expected, ours = reference(data, [], 0, READ_UNCOMMITTED), reader(data, [], 0, READ_UNCOMMITTED)
+    expected = reference(data, [], 0, READ_UNCOMMITTED)
+    ours = reader(data, [], 0, READ_UNCOMMITTED, native)
     assert [fields(r) for r in ours.take(3)] == [fields(next(expected)) for _ in range(3)]
     with pytest.raises(CorruptRecordException, match="Invalid CRC"):
         next(expected)
@@ -159,6 +181,28 @@ def test_a_corrupt_batch_fails_like_aiokafka_and_ends_the_reader() -> None:
     assert ours.exhausted
     assert ours.take(10) == []
     assert ours.next_fetch_offset == expected.next_fetch_offset == 3
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("miscount", [-1, 1])
+def test_a_batch_whose_record_count_lies_is_corrupt_for_both(miscount: int, native: bool) -> None:
+    """The CRC holds (the count was changed before it was computed), the records do not add up."""
+    data = bytearray(batch(0, plain(4, "x")))
+    (count,) = struct.unpack_from(">i", data, 57)
+    struct.pack_into(">i", data, 57, count + miscount)
+    struct.pack_into(">I", data, 17, calc_crc32c(bytes(data[21:])))
+    with pytest.raises(CorruptRecordException):
+        list(reference(bytes(data), [], 0, READ_UNCOMMITTED))
+    ours = reader(bytes(data), [], 0, READ_UNCOMMITTED, native)
+
+    def take_twice() -> None:  # the error at once, or after handing out what came before it
+        ours.take(10)
+        ours.take(10)
+
+    with pytest.raises(CorruptRecordException):
+        take_twice()
+    if native:  # a batch is decoded whole: nothing of it was handed out
+        assert ours.next_fetch_offset == 0
 
 
 def test_take_hands_out_the_records_before_a_corrupt_batch_then_the_error() -> None:
@@ -205,7 +249,8 @@ class _Consumer:
         self._fetcher = fetcher
 
 
-def test_install_hooks_a_fetcher_once_and_keeps_what_it_held() -> None:
+def test_install_hooks_a_fetcher_once_and_keeps_what_it_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(aiokafka_fetcher, "MemoryRecords", aiokafka_fetcher.MemoryRecords)  # undone after
     fetcher = _Fetcher()
     fetcher._records["x"] = "an error, kept as it is"
     consumer = _Consumer(fetcher)
@@ -214,6 +259,16 @@ def test_install_hooks_a_fetcher_once_and_keeps_what_it_held() -> None:
     assert fetch_hook.install(consumer) == "native"
     assert fetcher._records is hooked
     assert dict(fetcher._records) == {"x": "an error, kept as it is"}
+    # The fetcher's partition bytes are kept (for the reader to decode v2 batches itself) and
+    # read as before by anyone else.
+    assert aiokafka_fetcher.MemoryRecords is fetch_hook._KeptBytes
+    data, _ = response()
+    kept = aiokafka_fetcher.MemoryRecords(data)
+    assert kept.raw is data
+    assert kept.size_in_bytes() == len(data)
+    assert [fields(r) for r in reference(data, [], 0, READ_UNCOMMITTED)] == [
+        fields(r) for r in PartitionRecords(TP, kept, [], 0, None, None, True, READ_UNCOMMITTED)
+    ]
 
 
 def test_no_hook_without_the_parts_it_needs(monkeypatch: pytest.MonkeyPatch) -> None:
