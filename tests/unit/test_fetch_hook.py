@@ -18,6 +18,7 @@ from aiokafka.consumer import fetcher as aiokafka_fetcher
 from aiokafka.consumer.fetcher import PartitionRecords
 from aiokafka.errors import CorruptRecordException
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
+from aiokafka.record.legacy_records import LegacyRecordBatchBuilder
 from aiokafka.record.memory_records import MemoryRecords
 from aiokafka.record.util import calc_crc32c
 from aiokafka.structs import TopicPartition
@@ -203,6 +204,19 @@ def test_a_batch_whose_record_count_lies_is_corrupt_for_both(miscount: int, nati
         take_twice()
     if native:  # a batch is decoded whole: nothing of it was handed out
         assert ours.next_fetch_offset == 0
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_old_message_format_batches_are_read_by_aiokafkas_decoder(native: bool) -> None:
+    """Messages written before the v2 format (magic 0/1): the reader leaves them to aiokafka's
+    decoder. (aiokafka 0.14 misreads a response mixing them with v2 batches; so does the hook.)"""
+    legacy = LegacyRecordBatchBuilder(1, 0, 1 << 20)
+    for offset in range(3):
+        legacy.append(offset, 1_700_000_000_000 + offset, b"old-%d" % offset, b"value-%d" % offset)
+    data = bytes(legacy.build())
+    expected = [fields(r) for r in reference(data, [], 0, READ_UNCOMMITTED)]
+    assert [fields(r) for r in reader(data, [], 0, READ_UNCOMMITTED, native).take(100)] == expected
+    assert len(expected) == 3
 
 
 def test_take_hands_out_the_records_before_a_corrupt_batch_then_the_error() -> None:
