@@ -88,6 +88,7 @@ cdef class PartitionReader:
     cdef public object next_fetch_offset
     cdef object _batches
     cdef object _batch
+    cdef object _records
     cdef object _topic
     cdef object _partition
     cdef list _aborted
@@ -168,7 +169,7 @@ cdef class PartitionReader:
                 self.next_fetch_offset = batch.next_offset
                 self._batch = None
             elif batch is not None:
-                record = next(batch, None)
+                record = next(self._records, None)
                 if record is not None:
                     offset = record.offset
                     if offset < self.next_fetch_offset:
@@ -190,6 +191,10 @@ cdef class PartitionReader:
             if self._batch is None:
                 self._batches = None
                 return None
+            if self._pending is None:
+                # Iterating a batch starts with iter(): a compressed batch is decompressed there,
+                # and an old-format batch gives an iterator of its own.
+                self._records = iter(self._batch)
 
     cdef object _next_batch(self):
         """The next batch holding records to yield, skipping control and aborted batches."""
@@ -216,8 +221,7 @@ cdef class PartitionReader:
                 self._pending = _decode_v2(self._raw, at, self._topic, self._partition)
                 self._pending_at = 0
                 return batch
-            # Iterating a batch starts with iter(): a compressed batch is decompressed there.
-            return iter(batch)
+            return batch
         return None
 
     cdef Py_ssize_t _follow(self, object batch) except -2:
@@ -233,11 +237,14 @@ cdef class PartitionReader:
             return -1
         cdef const unsigned char* buf = <const unsigned char*>PyBytes_AS_STRING(raw)
         cdef Py_ssize_t size = PyBytes_GET_SIZE(raw), at = self._raw_pos
-        if at + _V2_HEADER > size or _int64(buf + at) != batch.base_offset:
+        if at + 17 > size:
             self._raw = None
             return -1
         self._raw_pos = at + 12 + _int32(buf + at + 8)
-        if buf[at + 16] != 2 or self._raw_pos > size:
+        if buf[at + 16] != 2:
+            return -1  # an older message format: aiokafka's decoder reads it
+        if at + _V2_HEADER > size or self._raw_pos > size or _int64(buf + at) != batch.base_offset:
+            self._raw = None
             return -1
         return at
 
