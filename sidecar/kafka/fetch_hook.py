@@ -6,8 +6,11 @@ holding a ``PartitionRecords`` (an iterator over the response's batches that bui
 ``ConsumerRecord`` per record in Python), stored with ``fetcher._records[tp] = FetchResult(...)``;
 ``getmany`` drains them through ``FetchResult.getall``. :func:`install` hooks that one store, for
 one consumer: every ``FetchResult`` put there gets a :class:`~sidecar.kafka._fetched.PartitionReader`
-over the same batches, and a ``getall`` that takes its records in one C loop. Everything else —
-positions, pausing, seeks, rebalances, errors, ``highwater`` and the rest — stays aiokafka's.
+over the same batches, and a ``getall`` that takes its records in one C loop. So that the reader
+can decode v2 batches from the bytes themselves (aiokafka's ``MemoryRecords`` hides them), the
+fetcher module's ``MemoryRecords`` is replaced by :class:`_KeptBytes`, which keeps them and
+otherwise only delegates. Everything else — positions, pausing, seeks, rebalances, errors,
+``highwater`` and the rest — stays aiokafka's.
 
 The records are then :class:`~sidecar.kafka._fetched.FetchedRecord` s: the fields of
 :class:`~sidecar.core.records.InputRecord`, equal to the ``ConsumerRecord`` 's, and the output
