@@ -246,7 +246,11 @@ cdef class PartitionReader:
         self._raw_pos = at + 12 + _int32(buf + at + 8)
         if buf[at + 16] != 2:
             return -1  # an older message format: aiokafka's decoder reads it
-        if at + _V2_HEADER > size or self._raw_pos > size or _int64(buf + at) != batch.base_offset:
+        if (
+            self._raw_pos < at + _V2_HEADER
+            or self._raw_pos > size
+            or _int64(buf + at) != batch.base_offset
+        ):
             self._raw = None
             return -1
         return at
