@@ -22,9 +22,9 @@ all: test
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# setup.py and the .pyx: the editable install compiles the output encoder in place, so a change
-# to it must rebuild.
-$(STAMP_PY): pyproject.toml setup.py sidecar/output/_stamp_encoder.pyx | $(PY)
+# setup.py and the .pyx files: the editable install compiles the output encoder and the
+# fetched-record reader in place, so a change to either must rebuild.
+$(STAMP_PY): pyproject.toml setup.py sidecar/output/_stamp_encoder.pyx sidecar/kafka/_fetched.pyx | $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,spark,bench]'
 	@touch $@

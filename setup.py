@@ -1,15 +1,20 @@
-"""Builds the one C extension: the sidecar's output encoder (sidecar/output/_stamp_encoder.pyx).
+"""Builds the C extensions: the sidecar's output encoder (sidecar/output/_stamp_encoder.pyx) and its
+fetched-record reader (sidecar/kafka/_fetched.pyx).
 
-Everything else is declared in pyproject.toml. The extension is optional: without a C compiler
-the install still succeeds and the sidecar stamps in pure Python (same output, slower); it logs
-which one it uses at start and ``/status`` says so.
+Everything else is declared in pyproject.toml. The extensions are optional: without a C compiler
+the install still succeeds and the sidecar stamps in pure Python and reads aiokafka's own
+``ConsumerRecord`` s (same output, slower); it logs which paths it uses at start and ``/status``
+says so.
 """
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 extensions = cythonize(
-    [Extension("sidecar.output._stamp_encoder", ["sidecar/output/_stamp_encoder.pyx"])],
+    [
+        Extension("sidecar.output._stamp_encoder", ["sidecar/output/_stamp_encoder.pyx"]),
+        Extension("sidecar.kafka._fetched", ["sidecar/kafka/_fetched.pyx"]),
+    ],
     compiler_directives={"language_level": "3"},
 )
 # cythonize() rebuilds the Extension objects and drops ``optional``: set it on what it returns.

@@ -18,6 +18,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
 from sidecar.core import stamping
+from sidecar.kafka._fetched cimport FetchedRecord
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t* size) except NULL
@@ -142,6 +143,7 @@ def encode_stamped(
     cdef char stream_buf[24]
     cdef bint is_late, is_enforced
     cdef object record, key, value, headers, h, hvalue
+    cdef FetchedRecord fetched
     cdef Py_ssize_t wm_len = PyBytes_GET_SIZE(watermark)
     # The five headers every record gets: name sizes are fixed, values vary per record.
     cdef Py_ssize_t fixed_size = (
@@ -165,12 +167,21 @@ def encode_stamped(
             if count == 0:
                 base_ts = ts
                 max_ts = ts
-            key = _as_bytes(record.key)
-            value = _as_bytes(record.value)
-            headers = record.headers
-            offset = record.offset
-            partition = record.partition
-            topic_ptr = PyUnicode_AsUTF8AndSize(record.topic, &topic_len)
+            if type(record) is FetchedRecord:  # what the consumer returns: its fields without lookups
+                fetched = <FetchedRecord>record
+                key = _as_bytes(fetched.key)
+                value = _as_bytes(fetched.value)
+                headers = fetched.headers
+                offset = fetched.offset
+                partition = fetched.partition
+                topic_ptr = PyUnicode_AsUTF8AndSize(fetched.topic, &topic_len)
+            else:
+                key = _as_bytes(record.key)
+                value = _as_bytes(record.value)
+                headers = record.headers
+                offset = record.offset
+                partition = record.partition
+                topic_ptr = PyUnicode_AsUTF8AndSize(record.topic, &topic_len)
             key_len = -1 if key is None else PyBytes_GET_SIZE(key)
             value_len = -1 if value is None else PyBytes_GET_SIZE(value)
             part_len = _decimal(part_buf, partition)

@@ -37,6 +37,7 @@ from sidecar.core import Emit, Heartbeat, TopicPartition
 from sidecar.core.deadletters import DeadLetterRatioExceeded
 from sidecar.core.task import Idle, NeedFetch, WaitUntil
 from sidecar.core.timestamps import InvalidTimestampError
+from sidecar.kafka import fetch_hook
 from sidecar.kafka.clients import MAX_FETCH_WAIT_MS, ClientFactory, KafkaClients, close_quietly, connect
 from sidecar.output.encoder import native_available
 from sidecar.service import claim
@@ -94,6 +95,8 @@ class Pipeline:
         self.tasks = TaskRegistry(config, self.layout)
         self.delivery = make_delivery(ctx, self.tasks)
         self.encoder_name = "native" if native_available() else "python"
+        #: Which records the consumer returns: read in C, or aiokafka's (see ``fetch_hook``).
+        self.reader_name: fetch_hook.ReaderName = "aiokafka"
         #: True once this start has connected and taken its tasks.
         self.started = False
         self._consumer: Any = None
@@ -151,6 +154,7 @@ class Pipeline:
             self._feed = InputFeed(self.ctx, consumer, self.tasks)
             await self.delivery.start(consumer)
             await connect(consumer.start(), "the consumer", cfg.bootstrap_servers)
+            self.reader_name = fetch_hook.install(consumer)
             await Rebalancer(self).assign(self.restarting)
         except START_ERRORS as e:
             self.errors.handle(e, phase)

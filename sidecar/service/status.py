@@ -31,6 +31,7 @@ def pipeline_status(pipeline: Pipeline) -> dict[str, Any]:
         "max_task_idle_ms": cfg.max_task_idle_ms,
         "processing_guarantee": cfg.processing_guarantee,
         "output_encoder": pipeline.encoder_name,
+        "input_reader": pipeline.reader_name,
         "output": output_status(pipeline, now),
         "role": role(pipeline),
         "paused_since": pipeline.control.pause.since,

@@ -52,8 +52,10 @@ async def test_pre_produced_inputs_come_out_once_in_exact_merge_order_with_heade
     events = two_topics_one_fast_one_sparse(fast, sparse)
     await kafka_io.produce(bootstrap, events)
 
-    await sidecar([fast, sparse], out, max_task_idle_ms=0)
+    side = await sidecar([fast, sparse], out, max_task_idle_ms=0)
     got = ordered.data(await kafka_io.read_topics(bootstrap, [out], expected=len(events), timeout_s=60))
+
+    assert (await side.status())["input_reader"] == "native"  # the records were read in C
 
     assert [o.source for o in got] == expected_merge(events, [fast, sparse])
     by_source = {(e.topic, e.partition, i): e for (e, i) in with_offsets(events)}
