@@ -247,7 +247,13 @@ def spark_root(root: Root, dist: Dist) -> Root:
 def test_the_sdist_holds_the_encoder_source_and_the_licence(dist: Dist) -> None:
     names = checked(["tar", "tzf", str(dist.sdist)]).stdout.split()
     top = names[0].split("/")[0]
-    for needed in ("LICENSE", "sidecar/output/_stamp_encoder.pyx", "spark_consumer/log4j2.properties"):
+    for needed in (
+        "LICENSE",
+        "sidecar/output/_stamp_encoder.pyx",
+        "sidecar/kafka/_fetched.pyx",
+        "sidecar/kafka/_fetched.pxd",
+        "spark_consumer/log4j2.properties",
+    ):
         assert f"{top}/{needed}" in names
 
 
