@@ -2,8 +2,8 @@
 
 ``make test`` runs the fault tests small, to stay inside the suite's time budget;
 ``make test-chaos`` (``FAULTS_SIZE=full``) runs them at the size the issue asks for: 200,000
-records and 10 or more kills. Each test prints its figures and a row of the report's table
-(``fault | runs | records | lost | duplicates``).
+records, 10 or more kills, nodes away for seconds and outages of 5-60 s. Each test prints its
+figures and a row of the report's table (``fault | runs | records | lost | duplicates``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,11 +34,45 @@ class Size:
     spark_records: int
     #: Seconds the broker stays away in the broker-restart run (at least until /healthz says degraded).
     outage_s: float
+    #: Records of each run on the three-node cluster and of the outage runs, written over
+    #: ``cluster_write_s`` so that input is still arriving while the faults play.
+    cluster_records: int
+    cluster_write_s: float
+    #: Seconds a node stays away in a rolling restart or after its kill.
+    node_down_s: float
+    #: Full outages per outage run, each of a length drawn from ``outage_range_s`` (and at least
+    #: until every sidecar says degraded).
+    outages: int
+    outage_range_s: tuple[float, float]
 
 
 SIZES = {
-    "small": Size("small", crash_records=40_000, kills=5, records=30_000, spark_records=3_000, outage_s=0),
-    "full": Size("full", crash_records=200_000, kills=12, records=200_000, spark_records=20_000, outage_s=50),
+    "small": Size(
+        "small",
+        crash_records=40_000,
+        kills=5,
+        records=30_000,
+        spark_records=3_000,
+        outage_s=0,
+        cluster_records=20_000,
+        cluster_write_s=15.0,
+        node_down_s=0.0,
+        outages=1,
+        outage_range_s=(0.0, 0.0),
+    ),
+    "full": Size(
+        "full",
+        crash_records=200_000,
+        kills=12,
+        records=200_000,
+        spark_records=20_000,
+        outage_s=50,
+        cluster_records=200_000,
+        cluster_write_s=60.0,
+        node_down_s=5.0,
+        outages=3,
+        outage_range_s=(5.0, 60.0),
+    ),
 }
 
 
@@ -57,6 +92,28 @@ def quiet_aiokafka() -> Iterator[None]:
     logger.setLevel(logging.CRITICAL)
     yield
     logger.setLevel(level)
+
+
+@pytest.fixture(scope="module")
+def cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A local cluster of three combined KRaft nodes (replication 3, ``min.insync.replicas=2``)
+    whose nodes a test may stop, kill and start; one per test module, stopped at its end."""
+    cluster = load_launcher().start_cluster(3, tmp_path_factory.mktemp("cluster"), die_with_parent=True)
+    try:
+        yield cluster
+    finally:
+        cluster.stop(timeout_s=10.0)
+
+
+@pytest.fixture(scope="module")
+def single_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One combined KRaft node, the single-broker setup (replication 1), as a ``Cluster`` of one
+    so that the same fault steps play against it."""
+    cluster = load_launcher().start_cluster(1, tmp_path_factory.mktemp("single"), die_with_parent=True)
+    try:
+        yield cluster
+    finally:
+        cluster.stop(timeout_s=10.0)
 
 
 @pytest.fixture(scope="module")
