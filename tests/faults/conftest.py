@@ -44,6 +44,14 @@ class Size:
     #: until every sidecar says degraded).
     outages: int
     outage_range_s: tuple[float, float]
+    #: Nodes the kill -9 rolling restart kills, one after the other.
+    rolling_kill_nodes: tuple[int, ...]
+    #: Leader and coordinator kills: 2 kills the broker serving each sidecar in turn, 1 only the
+    #: first sidecar's (both sidecars ride through it either way).
+    role_kills: int
+    #: Whether the single-broker outage run plays (at small size ``test_broker_restart`` already
+    #: plays one single-broker outage).
+    single_broker_outages: bool
 
 
 SIZES = {
@@ -59,6 +67,9 @@ SIZES = {
         node_down_s=0.0,
         outages=1,
         outage_range_s=(0.0, 0.0),
+        rolling_kill_nodes=(1,),
+        role_kills=1,
+        single_broker_outages=False,
     ),
     "full": Size(
         "full",
@@ -72,6 +83,9 @@ SIZES = {
         node_down_s=5.0,
         outages=3,
         outage_range_s=(5.0, 60.0),
+        rolling_kill_nodes=(1, 2, 3),
+        role_kills=2,
+        single_broker_outages=True,
     ),
 }
 

@@ -46,6 +46,7 @@ class Sample:
     at: float
     state: str
     records_out: int
+    message: str = ""
 
 
 @dataclass
@@ -82,6 +83,8 @@ class Recovery:
     """What one sidecar did around one fault."""
 
     degraded: bool
+    #: Why it said degraded (the first reason seen), if it did.
+    reason: str
     #: Seconds from the fault's end until the sidecar was healthy and its output moved (or its
     #: input was all written out already); ``None`` if that never happened.
     recover_s: float | None
@@ -112,7 +115,9 @@ class Context:
             await asyncio.to_thread(self.cluster.stop_node, node_id)
 
     async def stop_all(self) -> None:
-        await asyncio.to_thread(self.cluster.stop_nodes, [n.node_id for n in self.cluster.nodes], 15.0)
+        """Every node at once, SIGTERM then SIGKILL after 5 s: the last nodes of a cluster going
+        down have no controller quorum left to finish their controlled shutdown."""
+        await asyncio.to_thread(self.cluster.stop_nodes, [n.node_id for n in self.cluster.nodes], 5.0)
 
     async def start(self, node_ids: Sequence[int]) -> None:
         # Spawned from this (the event loop's) thread, waited for in a worker: see
@@ -128,6 +133,20 @@ class Context:
             if time.monotonic() > deadline:
                 last = {run.guarantee: run.samples[-1].state if run.samples else None for run in self.runs}
                 raise AssertionError(f"/healthz not all {state} within {timeout_s} s: {last}")
+            await asyncio.sleep(SAMPLE_S)
+
+    async def recovered(self, window: FaultWindow, timeout_s: float = 120.0) -> None:
+        """Until every sidecar, after the fault's end, is healthy with its output moving (or all
+        its input written out): the next fault starts from a recovered sidecar."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            pending = [run.guarantee for run in self.runs if not _recovered(run, window)]
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{pending}: not healthy with output moving {timeout_s} s after {window.label}"
+                )
             await asyncio.sleep(SAMPLE_S)
 
     async def in_sync(self) -> None:
@@ -223,28 +242,46 @@ async def watch(runs: Sequence[Run]) -> None:
                     raise AssertionError(f"{run.guarantee}: the sidecar exited ({proc.returncode}):\n{tail}")
                 base = f"http://127.0.0.1:{run.process.http_port}"
                 state, out = "unreachable", run.samples[-1].records_out if run.samples else 0
+                message = ""
                 with contextlib.suppress(aiohttp.ClientError, OSError, TimeoutError, ValueError):
                     async with session.get(f"{base}/healthz") as r:
-                        state = (await r.json())["status"]
+                        body = await r.json()
+                        state, message = body["status"], body.get("message", "")
                     async with session.get(f"{base}/status") as r:
                         tasks = (await r.json()).get("tasks", {})
                         out = sum(int(t.get("records_out", 0)) for t in tasks.values())
-                run.samples.append(Sample(time.monotonic(), state, out))
+                run.samples.append(Sample(time.monotonic(), state, out, message))
             await asyncio.sleep(SAMPLE_S)
+
+
+def _recovered(run: Run, window: FaultWindow) -> bool:
+    at_end = next((s for s in run.samples if s.at >= window.end), None)
+    if at_end is None:
+        return False
+    last = run.samples[-1]
+    return last.state == "healthy" and (last.records_out > at_end.records_out or _all_out(run, window, last))
+
+
+def _all_out(run: Run, window: FaultWindow, s: Sample) -> bool:
+    """Nothing left to move: every input written out, or (the count restarts with an in-process
+    restart) the writer done and the sidecar healthy for 5 s past the fault."""
+    if s.records_out >= len(run.events):
+        return True
+    return run.written_at is not None and s.at - max(run.written_at, window.end) > 5.0
 
 
 def recovery(run: Run, window: FaultWindow, until: float) -> Recovery:
     """Judge one sidecar's samples from the fault's start to ``until`` (the next fault)."""
     seen = [s for s in run.samples if window.start <= s.at <= until]
-    degraded = any(s.state == "degraded" for s in seen)
+    reasons = [s.message for s in seen if s.state == "degraded"]
+    degraded = bool(reasons)
     at_end = next((s for s in seen if s.at >= window.end), None)
     recovered: Sample | None = None
     if at_end is not None:
         for s in seen:
             if s.at < window.end or s.state != "healthy":
                 continue
-            done = run.written_at is not None and run.written_at <= s.at
-            if s.records_out > at_end.records_out or done:
+            if s.records_out > at_end.records_out or _all_out(run, window, s):
                 recovered = s
                 break
     stall, moved_at, last_out = 0.0, window.start, None
@@ -254,7 +291,8 @@ def recovery(run: Run, window: FaultWindow, until: float) -> Recovery:
         if last_out is None or s.records_out != last_out:
             moved_at, last_out = s.at, s.records_out
         stall = max(stall, s.at - moved_at)
-    return Recovery(degraded, None if recovered is None else recovered.at - window.end, stall)
+    reason = reasons[0].split(" (for ")[0] if reasons else ""
+    return Recovery(degraded, reason, None if recovered is None else recovered.at - window.end, stall)
 
 
 @dataclass
@@ -359,6 +397,7 @@ def report(name: str, outcome: Outcome) -> None:
             print(
                 f"   {window.label}: degraded {'yes' if rec.degraded else 'no'}, recovered {back} after "
                 f"the cluster was whole, output stalled ≤ {rec.stall_s:.1f} s"
+                + (f"; degraded because: {rec.reason[:160]}" if rec.degraded else "")
             )
         worst = max((r.recover_s or 0.0 for r in recs), default=0.0)
         print(table_row(f"{name}, {run.guarantee}", 1, delivery) + f" {worst:.1f} s |")

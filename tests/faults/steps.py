@@ -30,16 +30,17 @@ def rolling_restart(node_ids: list[int], down_s: float, kill: bool) -> list[Step
     ]
 
 
-def kill_output_leader(down_s: float) -> list[Step]:
-    """For each sidecar: the broker leading its output partition, killed while it writes."""
+def kill_output_leader(down_s: float, kills: int = 2) -> list[Step]:
+    """For each sidecar (the first ``kills``): the broker leading its output partition, killed
+    while it writes."""
     return [
         _bounce(lambda ctx, i=i: ctx.leader(ctx.runs[i].output), down_s, True, f"kill -9 output leader ({i})")
-        for i in range(2)
+        for i in range(kills)
     ]
 
 
-def kill_group_coordinator(down_s: float) -> list[Step]:
-    """For each sidecar: the broker coordinating its consumer group, killed."""
+def kill_group_coordinator(down_s: float, kills: int = 2) -> list[Step]:
+    """For each sidecar (the first ``kills``): the broker coordinating its consumer group, killed."""
     return [
         _bounce(
             lambda ctx, i=i: ctx.coordinator(ctx.runs[i].group),
@@ -47,7 +48,7 @@ def kill_group_coordinator(down_s: float) -> list[Step]:
             True,
             f"kill -9 group coordinator ({i})",
         )
-        for i in range(2)
+        for i in range(kills)
     ]
 
 
@@ -67,9 +68,9 @@ def full_outages(count: int, range_s: tuple[float, float], replicated: bool) -> 
             await asyncio.sleep(drawn_s - (time.monotonic() - window.start))
             await ctx.start([node.node_id for node in ctx.cluster.nodes])
             window.end = time.monotonic()
-            await ctx.until("healthy", HEALTH_TIMEOUT_S)
             if replicated:
                 await ctx.in_sync()
+            await ctx.recovered(window, HEALTH_TIMEOUT_S)
 
         return step
 
@@ -89,5 +90,6 @@ def _bounce(which: Callable[[Context], Awaitable[int]], down_s: float, kill: boo
         await ctx.start([node_id])
         window.end = time.monotonic()
         await ctx.in_sync()
+        await ctx.recovered(window)
 
     return step

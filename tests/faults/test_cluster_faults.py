@@ -54,7 +54,7 @@ async def test_rolling_restart_of_all_three_brokers_clean_stop(
 async def test_rolling_restart_of_all_three_brokers_kill_9(
     cluster3: Any, topic_name: Callable[[str], str], tmp_path: Path, size: Size
 ) -> None:
-    steps = rolling_restart([1, 2, 3], size.node_down_s, kill=True)
+    steps = rolling_restart(list(size.rolling_kill_nodes), size.node_down_s, kill=True)
     outcome = await play(
         cluster3,
         "rolling restart (kill -9)",
@@ -74,7 +74,7 @@ async def test_output_partition_leader_killed_mid_write(
     outcome = await play(
         cluster3,
         "output leader kill -9",
-        kill_output_leader(size.node_down_s),
+        kill_output_leader(size.node_down_s, size.role_kills),
         topic_name,
         tmp_path,
         size.cluster_records,
@@ -90,7 +90,7 @@ async def test_group_coordinator_broker_killed(
     outcome = await play(
         cluster3,
         "group coordinator kill -9",
-        kill_group_coordinator(size.node_down_s),
+        kill_group_coordinator(size.node_down_s, size.role_kills),
         topic_name,
         tmp_path,
         size.cluster_records,

@@ -24,8 +24,11 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(1500)]
 
 
 async def test_full_outages_of_a_single_broker(
-    single_node: Any, topic_name: Callable[[str], str], tmp_path: Path, size: Size
+    request: pytest.FixtureRequest, topic_name: Callable[[str], str], tmp_path: Path, size: Size
 ) -> None:
+    if not size.single_broker_outages:
+        pytest.skip("FAULTS_SIZE=full only: at small size test_broker_restart plays a single-broker outage")
+    single_node: Any = request.getfixturevalue("single_node")  # started only when it plays
     steps, seed = full_outages(size.outages, size.outage_range_s, replicated=False)
     print(f"\noutage lengths drawn with FAULTS_SEED={seed}")
     outcome = await play(
