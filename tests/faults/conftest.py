@@ -108,10 +108,11 @@ def quiet_aiokafka() -> Iterator[None]:
     logger.setLevel(level)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A local cluster of three combined KRaft nodes (replication 3, ``min.insync.replicas=2``)
-    whose nodes a test may stop, kill and start; one per test module, stopped at its end."""
+    whose nodes a test may stop, kill and start; one per session (a start costs 15-20 s), stopped
+    at its end. A test leaves every node running."""
     cluster = load_launcher().start_cluster(3, tmp_path_factory.mktemp("cluster"), die_with_parent=True)
     try:
         yield cluster
