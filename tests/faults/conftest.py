@@ -44,7 +44,8 @@ class Size:
     #: until every sidecar says degraded).
     outages: int
     outage_range_s: tuple[float, float]
-    #: Nodes the kill -9 rolling restart kills, one after the other.
+    #: Nodes the kill -9 rolling restart kills, one after the other (none: the run is left out;
+    #: the leader and coordinator kills are single kill -9s already).
     rolling_kill_nodes: tuple[int, ...]
     #: Leader and coordinator kills: 2 kills the broker serving each sidecar in turn, 1 only the
     #: first sidecar's (both sidecars ride through it either way).
@@ -67,7 +68,7 @@ SIZES = {
         node_down_s=0.0,
         outages=1,
         outage_range_s=(0.0, 0.0),
-        rolling_kill_nodes=(1,),
+        rolling_kill_nodes=(),
         role_kills=1,
         single_broker_outages=False,
     ),

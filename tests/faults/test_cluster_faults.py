@@ -54,6 +54,8 @@ async def test_rolling_restart_of_all_three_brokers_clean_stop(
 async def test_rolling_restart_of_all_three_brokers_kill_9(
     cluster3: Any, topic_name: Callable[[str], str], tmp_path: Path, size: Size
 ) -> None:
+    if not size.rolling_kill_nodes:
+        pytest.skip("FAULTS_SIZE=full only: at small size the leader and coordinator runs kill -9 a broker")
     steps = rolling_restart(list(size.rolling_kill_nodes), size.node_down_s, kill=True)
     outcome = await play(
         cluster3,
