@@ -58,7 +58,8 @@ test: lint $(STAMP_PY) $(STAMP_JARS) $(STAMP_PROM)
 	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_ARGS)
 
 # The fault tests (tests/faults) at the size of the reliability issue: 200,000 records, 12 kill -9
-# restarts, a 50 s broker outage. `make test` runs them small. Prints each run's figures.
+# restarts, a 50 s broker outage, and on a local three-broker cluster rolling restarts, leader and
+# coordinator kills and random outages (~20 min). `make test` runs them small. Prints each run's figures.
 test-chaos: $(STAMP_PY) $(STAMP_JARS)
 	FAULTS_SIZE=full $(PY) -m pytest tests/faults -rP $(PYTEST_ARGS)
 

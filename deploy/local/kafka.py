@@ -14,6 +14,15 @@ Standard library only, so it runs before any virtualenv exists.
     python deploy/local/kafka.py status
     python deploy/local/kafka.py stop
 
+    python deploy/local/kafka.py start --nodes 3 [--data-dir DIR] [--override k=v ...]
+    python deploy/local/kafka.py stop --node ID | start --node ID | kill --node ID
+
+``start --nodes 3`` starts a cluster of three combined (broker + controller) KRaft nodes, each
+with its own ports and ``node-<id>`` data folder, topics replicated 3 times with
+``min.insync.replicas=2``; it prints every node's address on one line (the bootstrap), then
+``node ID ADDRESS up|down`` per node. One node at a time can then be stopped cleanly, killed
+(SIGKILL) and started again; ``stop`` without ``--node`` ends the cluster.
+
 ``start`` prints the bootstrap address (``127.0.0.1:PORT``) once the broker answers a metadata
 request. Without ``--data-dir`` the data lives in a temporary folder that ``stop`` removes; with
 it, the data and the ports survive a stop, so a restart brings back the same broker (the
@@ -29,7 +38,8 @@ Secure listeners are opt-in, each on its own free 127.0.0.1 port, next to the PL
 
 ``start`` then prints one more line per listener, ``NAME 127.0.0.1:PORT``, after the bootstrap.
 
-Importable: ``start_broker(...)`` returns a :class:`Broker` whose ``stop()`` ends it.
+Importable: ``start_broker(...)`` returns a :class:`Broker` whose ``stop()`` ends it;
+``start_cluster(3, ...)`` a :class:`Cluster` with ``stop_node``/``kill_node``/``start_node``.
 """
 
 from __future__ import annotations
@@ -64,6 +74,12 @@ SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule required;
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 HEAP = os.environ.get("KAFKA_HEAP_OPTS", "-Xms256m -Xmx768m")
+#: A node of the three-node cluster: three of these and a sidecar fit 2 cores and 24 GiB with
+#: room to spare (the fault tests' 200,000 records need far less than the maximum).
+CLUSTER_HEAP = os.environ.get("KAFKA_CLUSTER_HEAP_OPTS", "-Xms128m -Xmx512m")
+CLUSTER_FILE_NAME = "timesync-cluster.json"  # inside a cluster's data dir: its id and ports
+CLUSTER_REPLICATION = 3
+CLUSTER_MIN_ISR = 2
 
 LOG4J2 = """\
 Configuration:
@@ -268,15 +284,22 @@ def _server_properties(
     overrides: Mapping[str, str],
     listeners: Sequence[tuple[str, str, int]] = (),
     security: Mapping[str, str] | None = None,
+    node_id: int = 1,
+    voters: str | None = None,
+    replicated: bool = False,
 ) -> str:
     """``listeners`` are extra client listeners (name, security protocol, port) next to PLAINTEXT;
-    ``security`` their settings. ``overrides`` win over everything."""
+    ``security`` their settings. ``overrides`` win over everything.
+
+    One node of a cluster gives its ``node_id``, the cluster's ``voters``
+    (``id@127.0.0.1:port,...``) and ``replicated=True``: replication 3 and ``min.insync.replicas=2``
+    for the cluster's topics and its internal ones, where a single node has 1 and 1."""
     client = [("PLAINTEXT", "PLAINTEXT", port), *listeners]
     advertised = ",".join(f"{name}://127.0.0.1:{p}" for name, _, p in client)
     props = {
         "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+        "node.id": str(node_id),
+        "controller.quorum.voters": voters or f"{node_id}@127.0.0.1:{controller_port}",
         "listeners": f"{advertised},CONTROLLER://127.0.0.1:{controller_port}",
         "advertised.listeners": advertised,
         "controller.listener.names": "CONTROLLER",
@@ -300,6 +323,18 @@ def _server_properties(
         # Tests and benchmarks replay fixed, old event times as CreateTime; keep them.
         "log.retention.ms": "-1",
     }
+    if replicated:
+        # What a production cluster runs with: every partition on three brokers, and a write
+        # acknowledged (acks=all) only once two of them have it, so one broker may be away.
+        props |= {
+            "default.replication.factor": str(CLUSTER_REPLICATION),
+            "min.insync.replicas": str(CLUSTER_MIN_ISR),
+            "offsets.topic.replication.factor": str(CLUSTER_REPLICATION),
+            "transaction.state.log.replication.factor": str(CLUSTER_REPLICATION),
+            "transaction.state.log.min.isr": str(CLUSTER_MIN_ISR),
+            "share.coordinator.state.topic.replication.factor": str(CLUSTER_REPLICATION),
+            "share.coordinator.state.topic.min.isr": str(CLUSTER_MIN_ISR),
+        }
     props.update(security or {})
     props.update(overrides)
     return "".join(f"{k}={v}\n" for k, v in props.items())
@@ -413,8 +448,9 @@ def _metadata_request(correlation_id: int) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-def broker_answers(port: int, timeout_s: float = 2.0) -> bool:
-    """True if 127.0.0.1:port answers a Metadata request listing at least one broker."""
+def broker_answers(port: int, timeout_s: float = 2.0, brokers: int = 1) -> bool:
+    """True if 127.0.0.1:port answers a Metadata request listing at least ``brokers`` brokers
+    (a cluster's metadata lists only the brokers that are registered and not fenced)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
             s.sendall(_metadata_request(7))
@@ -426,7 +462,7 @@ def broker_answers(port: int, timeout_s: float = 2.0) -> bool:
     if len(body) < 12:
         return False
     correlation_id, _throttle, n_brokers = struct.unpack(">iii", body[:12])
-    return correlation_id == 7 and n_brokers >= 1
+    return correlation_id == 7 and n_brokers >= brokers
 
 
 def _recv_exact(s: socket.socket, n: int) -> bytes:
@@ -523,16 +559,7 @@ def start_broker(
         log4j = data / "log4j2.yaml"
         log4j.write_text(LOG4J2.format(log=str(log).replace("\\", "/")))
 
-        classpath = f"{jars}/*"
-        jvm = [
-            java,
-            *HEAP.split(),
-            "-XX:+UseG1GC",
-            "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={log4j}",
-            "-cp",
-            classpath,
-        ]
+        jvm = _jvm(java, jars, log4j, HEAP)
         if not formatted:
             fmt = subprocess.run(
                 [
@@ -602,11 +629,320 @@ def start_broker(
         raise
 
 
+# --- A three-node cluster -----------------------------------------------------------------------
+#
+# Three combined (broker + controller) nodes rather than one controller and three brokers: the
+# controller quorum then has three voters too, so any one node may stop or crash and the cluster
+# still elects leaders and fences the missing broker — as in production, where the controllers
+# are never a single point of failure. It is also one JVM fewer on a small machine.
+
+
+@dataclasses.dataclass
+class Node:
+    """One node of a local cluster; ``pid`` is ``None`` while it is stopped."""
+
+    node_id: int
+    port: int
+    controller_port: int
+    data_dir: str
+    log_file: str
+    pid: int | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def alive(self) -> bool:
+        return self.pid is not None and _pid_alive(self.pid)
+
+
+@dataclasses.dataclass
+class Cluster:
+    """A running local cluster of combined KRaft nodes (``start_cluster``).
+
+    Any node may be stopped (``stop_node``: SIGTERM, Kafka's controlled shutdown moves its
+    leaders away first), killed (``kill_node``: SIGKILL, a crash) and started again
+    (``start_node``) on its own data dir and ports. ``stop()`` ends them all and, if the data was
+    temporary, removes it.
+    """
+
+    nodes: list[Node]
+    data_dir: str
+    temporary: bool
+    die_with_parent: bool = False
+
+    @property
+    def bootstrap(self) -> str:
+        """Every node's address, comma-separated: clients find the cluster through any live one."""
+        return ",".join(node.bootstrap for node in self.nodes)
+
+    def node(self, node_id: int) -> Node:
+        for node in self.nodes:
+            if node.node_id == node_id:
+                return node
+        ids = ", ".join(str(n.node_id) for n in self.nodes)
+        raise LauncherError(f"the cluster has no node {node_id} (its nodes: {ids})")
+
+    def alive(self) -> bool:
+        return any(node.alive() for node in self.nodes)
+
+    def stop_node(self, node_id: int, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """A clean stop (SIGTERM; SIGKILL after ``timeout_s``); the node's data stays."""
+        self.stop_nodes([node_id], timeout_s)
+
+    def kill_node(self, node_id: int) -> None:
+        """``kill -9``: the node crashes; its data stays."""
+        self.stop_nodes([node_id], 0.0)
+
+    def stop_nodes(self, node_ids: Sequence[int], timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Signal the nodes together, then wait for each (SIGKILL past ``timeout_s``; 0: at once).
+
+        Together, because the last node of a cluster stopped one at a time has no controller
+        quorum left to acknowledge its controlled shutdown, and would wait out ``timeout_s``.
+        """
+        nodes = [self.node(i) for i in node_ids]
+        for node in nodes:
+            if node.alive():
+                assert node.pid is not None
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(node.pid, signal.SIGTERM if timeout_s > 0 else signal.SIGKILL)
+        for node in nodes:
+            if node.pid is not None:
+                _terminate(node.pid, timeout_s)
+            node.pid = None
+
+    def start_node(self, node_id: int, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Start a stopped node again; return once it serves and the cluster counts it live."""
+        self.start_nodes([node_id], timeout_s)
+
+    def start_nodes(self, node_ids: Sequence[int], timeout_s: float = START_TIMEOUT_S) -> None:
+        for node_id in node_ids:
+            self.spawn_node(node_id)
+        self.wait_ready(node_ids, timeout_s)
+
+    def spawn_node(self, node_id: int) -> None:
+        """Start a stopped node's process and return at once (``wait_ready`` waits for it).
+
+        Split from the wait so that an asyncio test spawns from its own thread and waits in
+        another: with ``die_with_parent`` the kernel signals the broker when the *thread* that
+        spawned it ends, and asyncio's worker threads end with the event loop.
+        """
+        node = self.node(node_id)
+        if node.alive():
+            raise LauncherError(f"node {node_id} is already running (pid {node.pid})")
+        for port in (node.port, node.controller_port):
+            _check_port_free(port)
+        node.pid = _spawn(Path(node.data_dir), Path(node.log_file), CLUSTER_HEAP, self.die_with_parent)
+
+    def wait_ready(self, node_ids: Sequence[int], timeout_s: float = START_TIMEOUT_S) -> None:
+        """Until each node serves and its metadata lists every running node (it has registered
+        and is not fenced); fails with the node's log if it exits or ``timeout_s`` passes."""
+        deadline = time.monotonic() + timeout_s
+        nodes = [self.node(i) for i in node_ids]
+        while True:
+            running = sum(1 for n in self.nodes if n.alive())
+            pending = [n for n in nodes if not broker_answers(n.port, brokers=running)]
+            if not pending:
+                return
+            for node in pending:
+                if not node.alive():
+                    raise LauncherError(
+                        f"Kafka node {node.node_id} exited while starting; log {node.log_file}:\n"
+                        f"{log_tail(node.log_file)}"
+                    )
+            if time.monotonic() > deadline:
+                node = pending[0]
+                raise LauncherError(
+                    f"Kafka node {node.node_id} did not serve on {node.bootstrap} with {running} "
+                    f"nodes registered within {timeout_s:g} s; log {node.log_file}:\n"
+                    f"{log_tail(node.log_file)}"
+                )
+            time.sleep(0.2)
+
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
+        """Stop every node, then remove the data if it was temporary."""
+        self.stop_nodes([n.node_id for n in self.nodes], timeout_s)
+        if self.temporary:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+
+def _jvm(java: str, jars: Path, log4j: Path, heap: str) -> list[str]:
+    return [
+        java,
+        *heap.split(),
+        "-XX:+UseG1GC",
+        "-Djava.awt.headless=true",
+        f"-Dlog4j2.configurationFile={log4j}",
+        "-cp",
+        f"{jars}/*",
+    ]
+
+
+def _spawn(node_dir: Path, log: Path, heap: str, die_with_parent: bool) -> int:
+    """Start ``kafka.Kafka`` on the node's ``server.properties``; its output goes to ``log``."""
+    jvm = _jvm(_java(), ensure_jars(), node_dir / "log4j2.yaml", heap)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [*jvm, "kafka.Kafka", str(node_dir / "server.properties")],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if die_with_parent else None,
+        )
+    return proc.pid
+
+
+def start_cluster(
+    nodes: int = 3,
+    data_dir: str | Path | None = None,
+    overrides: Mapping[str, str] | None = None,
+    timeout_s: float = START_TIMEOUT_S,
+    die_with_parent: bool = False,
+) -> Cluster:
+    """Start ``nodes`` combined KRaft nodes on 127.0.0.1; return once each serves and the
+    cluster lists them all.
+
+    Each node has its own client and controller port and its own folder ``node-<id>`` under
+    ``data_dir`` (a temporary folder if not given, removed by ``Cluster.stop``). A kept
+    ``data_dir`` keeps the cluster id and the ports, so starting it again brings the same cluster
+    back. With three nodes or more, topics get replication 3 and ``min.insync.replicas=2`` by
+    default (below three, 1 and 1).
+    """
+    if nodes < 1:
+        raise LauncherError(f"--nodes must be at least 1, got {nodes}")
+    java = _java()
+    temporary = data_dir is None
+    root = Path(tempfile.mkdtemp(prefix="timesync-kafka-")) if data_dir is None else Path(data_dir).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    cluster: Cluster | None = None
+    try:
+        layout_file = root / CLUSTER_FILE_NAME
+        if layout_file.exists():
+            layout = json.loads(layout_file.read_text())
+            if len(layout["nodes"]) != nodes:
+                raise LauncherError(
+                    f"data dir {root} holds a cluster of {len(layout['nodes'])} nodes, not {nodes}"
+                )
+        else:
+            ports = _assign_ports(
+                {f"{kind}{i}": None for i in range(1, nodes + 1) for kind in ("c", "p")}, {}
+            )
+            layout = {
+                "cluster_id": _cluster_id(),
+                "nodes": [
+                    {"node_id": i, "port": ports[f"p{i}"], "controller_port": ports[f"c{i}"]}
+                    for i in range(1, nodes + 1)
+                ],
+            }
+        voters = ",".join(f"{n['node_id']}@127.0.0.1:{n['controller_port']}" for n in layout["nodes"])
+        jars = ensure_jars()
+        members = []
+        formats = []
+        for spec in layout["nodes"]:
+            node_dir = root / f"node-{spec['node_id']}"
+            node_dir.mkdir(exist_ok=True)
+            log = node_dir / "server.log"
+            (node_dir / "server.properties").write_text(
+                _server_properties(
+                    spec["port"],
+                    spec["controller_port"],
+                    node_dir,
+                    overrides or {},
+                    node_id=spec["node_id"],
+                    voters=voters,
+                    replicated=nodes >= CLUSTER_REPLICATION,
+                )
+            )
+            (node_dir / "log4j2.yaml").write_text(LOG4J2.format(log=str(log).replace("\\", "/")))
+            members.append(
+                Node(spec["node_id"], spec["port"], spec["controller_port"], str(node_dir), str(log))
+            )
+            if not (node_dir / "log" / "meta.properties").exists():
+                cmd = [
+                    *_jvm(java, jars, node_dir / "log4j2.yaml", CLUSTER_HEAP),
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    layout["cluster_id"],
+                    "-c",
+                    str(node_dir / "server.properties"),
+                    "-g",
+                ]
+                formats.append(
+                    subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                )
+        for fmt in formats:  # formatted side by side: each is a JVM start
+            output, _ = fmt.communicate()
+            if fmt.returncode != 0:
+                raise LauncherError(
+                    f"formatting KRaft storage failed (exit {fmt.returncode}): {output[-2000:]}"
+                )
+        layout_file.write_text(json.dumps(layout))
+        cluster = Cluster(members, str(root), temporary, die_with_parent)
+        cluster.start_nodes([n.node_id for n in members], timeout_s)
+        return cluster
+    except BaseException:
+        if cluster is not None:
+            cluster.stop_nodes([n.node_id for n in cluster.nodes], 5.0)
+        if temporary:
+            shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
 def _load_state(state_file: Path) -> Broker | None:
     try:
         return Broker(**json.loads(state_file.read_text()))
     except (OSError, ValueError, TypeError):
         return None
+
+
+def _load_cluster(state_file: Path) -> Cluster | None:
+    """The cluster ``start --nodes N`` recorded (``None`` if the state is a single broker's)."""
+    try:
+        recorded = json.loads(state_file.read_text())["cluster"]
+        nodes = [Node(**node) for node in recorded.pop("nodes")]
+        return Cluster(nodes, **recorded)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def _save_cluster(state_file: Path, cluster: Cluster) -> None:
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    state_file.write_text(json.dumps({"cluster": dataclasses.asdict(cluster)}))
+
+
+def _print_cluster(cluster: Cluster) -> None:
+    """The bootstrap (every node) alone on the first line, then ``node ID ADDRESS up|down``."""
+    print(cluster.bootstrap)
+    for node in cluster.nodes:
+        print(f"node {node.node_id} {node.bootstrap} {'up' if node.alive() else 'down'}")
+
+
+def _cluster_command(args: argparse.Namespace) -> int:
+    """``stop``/``start``/``kill --node ID`` on the recorded cluster; ``stop`` without a node."""
+    cluster = _load_cluster(args.state)
+    if cluster is None:
+        if args.command == "stop" and args.node is None:
+            return -1  # not a cluster: the single broker's stop
+        raise LauncherError(f"no cluster recorded in {args.state}: run 'kafka.py start --nodes 3' first")
+    if args.node is None:  # stop the whole cluster
+        cluster.stop()
+        args.state.unlink(missing_ok=True)
+        print(f"kafka: stopped the cluster ({len(cluster.nodes)} nodes)", file=sys.stderr)
+        return 0
+    node = cluster.node(args.node)
+    if args.command == "start":
+        cluster.start_node(args.node, args.timeout)
+        print(f"kafka: node {args.node} up on {node.bootstrap} (pid {node.pid})", file=sys.stderr)
+    elif args.command == "stop":
+        cluster.stop_node(args.node)
+        print(f"kafka: node {args.node} stopped", file=sys.stderr)
+    else:
+        cluster.kill_node(args.node)
+        print(f"kafka: node {args.node} killed (SIGKILL)", file=sys.stderr)
+    _save_cluster(args.state, cluster)
+    return 0
 
 
 def _scram_users_arg(items: Sequence[str]) -> dict[str, str]:
@@ -630,6 +966,16 @@ def _ssl_arg(args: argparse.Namespace) -> SslFiles | None:
             f"SSL listeners need --ssl-cafile, --ssl-certfile and --ssl-keyfile; missing {missing}"
         )
     return SslFiles(args.ssl_cafile, args.ssl_certfile, args.ssl_keyfile, args.ssl_key_password)
+
+
+def _overrides_arg(items: Sequence[str]) -> dict[str, str]:
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise LauncherError(f"--override expects KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = value.strip()
+    return overrides
 
 
 def _print_listeners(broker: Broker) -> None:
@@ -678,24 +1024,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     start.add_argument("--ssl-certfile", help="PEM certificate chain of the broker, leaf first")
     start.add_argument("--ssl-keyfile", help="PEM PKCS#8 private key of the broker")
     start.add_argument("--ssl-key-password", help="password of --ssl-keyfile, if it is encrypted")
-    sub.add_parser("stop", help="stop the broker started by 'start' and wait for it to exit")
+    start.add_argument(
+        "--nodes",
+        type=int,
+        help="start a cluster of this many combined KRaft nodes (3: replication 3, "
+        "min.insync.replicas=2); prints every node's address, then one line per node",
+    )
+    start.add_argument(
+        "--node", type=int, metavar="ID", help="start this stopped node of the recorded cluster"
+    )
+    stop = sub.add_parser(
+        "stop", help="stop the broker (or cluster) started by 'start' and wait for it to exit"
+    )
+    stop.add_argument("--node", type=int, metavar="ID", help="stop only this node of the cluster (cleanly)")
+    kill = sub.add_parser("kill", help="kill -9 one node of the cluster (a crash; its data stays)")
+    kill.add_argument("--node", type=int, metavar="ID", required=True)
     sub.add_parser("status", help="print the addresses as start does if the broker is up (exit 1 if not)")
     args = parser.parse_args(argv)
 
     try:
-        if args.command == "start":
+        if args.command in {"stop", "kill"} or (args.command == "start" and args.node is not None):
+            done = _cluster_command(args)
+            if done >= 0:
+                return done
+        if args.command == "start" and args.nodes is not None:
+            running_cluster = _load_cluster(args.state)
+            if _load_state(args.state) or (running_cluster and running_cluster.alive()):
+                raise LauncherError(
+                    "a broker or cluster started from here is running; run 'kafka.py stop' first"
+                )
+            if args.port or args.scram_user or _ssl_arg(args):
+                raise LauncherError(
+                    "--nodes takes no --port, --scram-user or --ssl-* (the cluster is PLAINTEXT)"
+                )
+            t0 = time.monotonic()
+            cluster = start_cluster(args.nodes, args.data_dir, _overrides_arg(args.override), args.timeout)
+            _save_cluster(args.state, cluster)
+            _print_cluster(cluster)
+            print(f"kafka: {args.nodes} nodes up in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+        elif args.command == "start":
+            if (recorded := _load_cluster(args.state)) and recorded.alive():
+                raise LauncherError("a cluster started from here is running; run 'kafka.py stop' first")
             running = _load_state(args.state)
             if running and running.alive():
                 raise LauncherError(
                     f"a broker started from here is already running on {running.bootstrap} "
                     f"(pid {running.pid}); run 'kafka.py stop' first"
                 )
-            overrides = {}
-            for item in args.override:
-                key, sep, value = item.partition("=")
-                if not sep or not key:
-                    raise LauncherError(f"--override expects KEY=VALUE, got {item!r}")
-                overrides[key.strip()] = value.strip()
+            overrides = _overrides_arg(args.override)
             t0 = time.monotonic()
             log_file = args.log_file or RUN_DIR / "broker.log"
             broker = start_broker(
@@ -723,6 +1099,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.state.unlink(missing_ok=True)
             print(f"kafka: stopped pid {broker.pid}", file=sys.stderr)
         else:
+            cluster = _load_cluster(args.state)
+            if cluster is not None:
+                _print_cluster(cluster)
+                return 0 if any(broker_answers(n.port) for n in cluster.nodes if n.alive()) else 1
             broker = _load_state(args.state)
             if broker is None or not broker.alive() or not broker_answers(broker.port):
                 print("kafka: not running", file=sys.stderr)

@@ -2,8 +2,8 @@
 
 ``make test`` runs the fault tests small, to stay inside the suite's time budget;
 ``make test-chaos`` (``FAULTS_SIZE=full``) runs them at the size the issue asks for: 200,000
-records and 10 or more kills. Each test prints its figures and a row of the report's table
-(``fault | runs | records | lost | duplicates``).
+records, 10 or more kills, nodes away for seconds and outages of 5-60 s. Each test prints its
+figures and a row of the report's table (``fault | runs | records | lost | duplicates``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,11 +34,60 @@ class Size:
     spark_records: int
     #: Seconds the broker stays away in the broker-restart run (at least until /healthz says degraded).
     outage_s: float
+    #: Records of each run on the three-node cluster and of the outage runs, written over
+    #: ``cluster_write_s`` so that input is still arriving while the faults play.
+    cluster_records: int
+    cluster_write_s: float
+    #: Seconds a node stays away in a rolling restart or after its kill.
+    node_down_s: float
+    #: Full outages per outage run, each of a length drawn from ``outage_range_s`` (and at least
+    #: until every sidecar says degraded).
+    outages: int
+    outage_range_s: tuple[float, float]
+    #: Nodes the kill -9 rolling restart kills, one after the other (none: the run is left out;
+    #: the leader and coordinator kills are single kill -9s already).
+    rolling_kill_nodes: tuple[int, ...]
+    #: Leader and coordinator kills: 2 kills the broker serving each sidecar in turn, 1 only the
+    #: first sidecar's (both sidecars ride through it either way).
+    role_kills: int
+    #: Whether the single-broker outage run plays (at small size ``test_broker_restart`` already
+    #: plays one single-broker outage).
+    single_broker_outages: bool
 
 
 SIZES = {
-    "small": Size("small", crash_records=40_000, kills=5, records=30_000, spark_records=3_000, outage_s=0),
-    "full": Size("full", crash_records=200_000, kills=12, records=200_000, spark_records=20_000, outage_s=50),
+    "small": Size(
+        "small",
+        crash_records=40_000,
+        kills=5,
+        records=30_000,
+        spark_records=3_000,
+        outage_s=0,
+        cluster_records=20_000,
+        cluster_write_s=15.0,
+        node_down_s=0.0,
+        outages=1,
+        outage_range_s=(0.0, 0.0),
+        rolling_kill_nodes=(),
+        role_kills=1,
+        single_broker_outages=False,
+    ),
+    "full": Size(
+        "full",
+        crash_records=200_000,
+        kills=12,
+        records=200_000,
+        spark_records=20_000,
+        outage_s=50,
+        cluster_records=200_000,
+        cluster_write_s=60.0,
+        node_down_s=5.0,
+        outages=3,
+        outage_range_s=(5.0, 60.0),
+        rolling_kill_nodes=(1, 2, 3),
+        role_kills=2,
+        single_broker_outages=True,
+    ),
 }
 
 
@@ -57,6 +107,29 @@ def quiet_aiokafka() -> Iterator[None]:
     logger.setLevel(logging.CRITICAL)
     yield
     logger.setLevel(level)
+
+
+@pytest.fixture(scope="session")
+def cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A local cluster of three combined KRaft nodes (replication 3, ``min.insync.replicas=2``)
+    whose nodes a test may stop, kill and start; one per session (a start costs 15-20 s), stopped
+    at its end. A test leaves every node running."""
+    cluster = load_launcher().start_cluster(3, tmp_path_factory.mktemp("cluster"), die_with_parent=True)
+    try:
+        yield cluster
+    finally:
+        cluster.stop(timeout_s=10.0)
+
+
+@pytest.fixture(scope="module")
+def single_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One combined KRaft node, the single-broker setup (replication 1), as a ``Cluster`` of one
+    so that the same fault steps play against it."""
+    cluster = load_launcher().start_cluster(1, tmp_path_factory.mktemp("single"), die_with_parent=True)
+    try:
+        yield cluster
+    finally:
+        cluster.stop(timeout_s=10.0)
 
 
 @pytest.fixture(scope="module")

@@ -137,3 +137,50 @@ def test_kept_data_dir_refuses_a_scram_user_it_was_not_formatted_with(tmp_path: 
         launcher.LauncherError, match=r"formatted without SCRAM user\(s\) bob \(it has: alice\)"
     ):
         launcher.start_broker(data_dir=tmp_path, scram_users={"alice": "a", "bob": "b"})
+
+
+def test_a_cluster_node_replicates_3_with_min_insync_2_and_knows_every_voter(tmp_path: Path) -> None:
+    props = load_launcher()._server_properties(
+        9001, 9101, tmp_path, {}, node_id=2, voters="1@127.0.0.1:9100,2@127.0.0.1:9101", replicated=True
+    )
+    settings = dict(line.split("=", 1) for line in props.splitlines())
+    assert settings["node.id"] == "2"
+    assert settings["controller.quorum.voters"] == "1@127.0.0.1:9100,2@127.0.0.1:9101"
+    for key in (
+        "default.replication.factor",
+        "offsets.topic.replication.factor",
+        "transaction.state.log.replication.factor",
+    ):
+        assert settings[key] == "3", key
+    assert settings["min.insync.replicas"] == "2"
+    assert settings["transaction.state.log.min.isr"] == "2"
+
+
+def test_a_single_node_keeps_replication_1(tmp_path: Path) -> None:
+    settings = dict(
+        line.split("=", 1)
+        for line in load_launcher()._server_properties(9001, 9101, tmp_path, {}).splitlines()
+    )
+    assert settings["node.id"] == "1"
+    assert settings["controller.quorum.voters"] == "1@127.0.0.1:9101"
+    assert settings["offsets.topic.replication.factor"] == "1"
+    assert "min.insync.replicas" not in settings
+    assert "default.replication.factor" not in settings
+
+
+def test_node_commands_without_a_cluster_say_how_to_start_one(tmp_path: Path) -> None:
+    for command in ("kill", "stop", "start"):
+        done = run_launcher("--state", str(tmp_path / "none.json"), command, "--node", "2")
+        assert done.returncode == 1, command
+        assert done.stderr.strip().splitlines() == [
+            f"kafka: no cluster recorded in {tmp_path / 'none.json'}: run 'kafka.py start --nodes 3' first"
+        ]
+
+
+def test_a_cluster_node_id_it_does_not_have_is_named_with_the_ones_it_has() -> None:
+    launcher = load_launcher()
+    nodes = [launcher.Node(i, 9000 + i, 9100 + i, f"/nowhere/node-{i}", "/nowhere/log") for i in (1, 2, 3)]
+    cluster = launcher.Cluster(nodes, "/nowhere", True)
+    assert cluster.bootstrap == "127.0.0.1:9001,127.0.0.1:9002,127.0.0.1:9003"
+    with pytest.raises(launcher.LauncherError, match=r"no node 4 \(its nodes: 1, 2, 3\)"):
+        cluster.kill_node(4)

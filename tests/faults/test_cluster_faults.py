@@ -1,0 +1,120 @@
+"""What a three-broker cluster does every week, under running sidecars: leaders move, brokers
+restart one at a time or crash, the whole cluster goes away and comes back.
+
+Each test runs two sidecars side by side, one per ``processing.guarantee``, each on its own
+topics (replication 3, ``min.insync.replicas=2``) with a live writer, and plays its faults
+while input arrives. Each asserts what the issue asks: no input lost; under ``exactly_once_v2``
+a ``read_committed`` reader sees each input once; the sidecar never exits (it is watched every
+0.25 s, and must exit 0 on the final SIGTERM); after every fault ``/healthz`` is healthy again
+and the output moves. It prints, per fault and sidecar, whether health went degraded, the time
+from the cluster being whole again to the sidecar being healthy with its output moving, and the
+longest the output stood still.
+
+Health goes degraded when the sidecar hears nothing from Kafka for 10 s or restarts its clients
+(``sidecar/service/health.py``). One broker of three away is not silence — the other two answer
+and take over its leaders within Kafka's broker session timeout — so those tests assert that the
+sidecar stays served (healthy at the end of each fault, never unhealthy) and print whether it
+went degraded; the full outages assert degraded during every outage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import Size
+from .scenario import failures, play
+from .steps import full_outages, kill_group_coordinator, kill_output_leader, rolling_restart
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(1500)]
+
+REPLICATION = 3
+
+
+async def test_rolling_restart_of_all_three_brokers_clean_stop(
+    cluster3: Any, topic_name: Callable[[str], str], tmp_path: Path, size: Size
+) -> None:
+    steps = rolling_restart([1, 2, 3], size.node_down_s, kill=False)
+    outcome = await play(
+        cluster3,
+        "rolling restart (stop)",
+        steps,
+        topic_name,
+        tmp_path,
+        size.cluster_records,
+        size.cluster_write_s,
+        REPLICATION,
+    )
+    assert failures(outcome, degraded_each=False) == []
+
+
+async def test_rolling_restart_of_all_three_brokers_kill_9(
+    cluster3: Any, topic_name: Callable[[str], str], tmp_path: Path, size: Size
+) -> None:
+    if not size.rolling_kill_nodes:
+        pytest.skip("FAULTS_SIZE=full only: at small size the leader and coordinator runs kill -9 a broker")
+    steps = rolling_restart(list(size.rolling_kill_nodes), size.node_down_s, kill=True)
+    outcome = await play(
+        cluster3,
+        "rolling restart (kill -9)",
+        steps,
+        topic_name,
+        tmp_path,
+        size.cluster_records,
+        size.cluster_write_s,
+        REPLICATION,
+    )
+    assert failures(outcome, degraded_each=False) == []
+
+
+async def test_output_partition_leader_killed_mid_write(
+    cluster3: Any, topic_name: Callable[[str], str], tmp_path: Path, size: Size
+) -> None:
+    outcome = await play(
+        cluster3,
+        "output leader kill -9",
+        kill_output_leader(size.node_down_s, size.role_kills),
+        topic_name,
+        tmp_path,
+        size.cluster_records,
+        size.cluster_write_s,
+        REPLICATION,
+    )
+    assert failures(outcome, degraded_each=False) == []
+
+
+async def test_group_coordinator_broker_killed(
+    cluster3: Any, topic_name: Callable[[str], str], tmp_path: Path, size: Size
+) -> None:
+    outcome = await play(
+        cluster3,
+        "group coordinator kill -9",
+        kill_group_coordinator(size.node_down_s, size.role_kills),
+        topic_name,
+        tmp_path,
+        size.cluster_records,
+        size.cluster_write_s,
+        REPLICATION,
+    )
+    assert failures(outcome, degraded_each=False) == []
+
+
+async def test_full_outages_of_the_three_broker_cluster(
+    cluster3: Any, topic_name: Callable[[str], str], tmp_path: Path, size: Size
+) -> None:
+    steps, seed = full_outages(size.outages, size.outage_range_s, replicated=True)
+    print(f"\noutage lengths drawn with FAULTS_SEED={seed}")
+    outcome = await play(
+        cluster3,
+        "full outages (3 brokers)",
+        steps,
+        topic_name,
+        tmp_path,
+        size.cluster_records,
+        size.cluster_write_s,
+        REPLICATION,
+    )
+    assert failures(outcome, degraded_each=True) == []
