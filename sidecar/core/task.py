@@ -272,46 +272,42 @@ class MergeTask:
         if p.partition_time is not None and (known_time is None or p.partition_time > known_time):
             known_time = p.partition_time
         for i, (record, ts) in enumerate(zip(records, timestamps, strict=True)):
-            if ahead is not None and ts > ahead:
+            error: type[InvalidTimestampError]
+            if ahead is not None and ts > ahead:  # readable, but the output topic would refuse it
                 limits, clock = cfg.output_limits, self._clock
                 assert limits is not None
                 assert clock is not None
                 if cfg.timestamp_invalid == "skip":
                     self.dropped["refused-timestamp"] += 1
                     continue
-                refusal = limits.refusal(ts, clock) or "refused"
-                if cfg.errors_tolerance == "none":
-                    p.append(keep, keep_ts)
-                    p.next_offset = record.offset
-                    self.records_in += i
-                    raise RefusedTimestampError(p.tp, record.offset, refusal)
-                failed_at.append(i)
-                self._dead.append((p.index, DeadLetter(record, refusal, "InvalidTimestampException")))
-                continue
-            if ts >= 0:
+                reason = limits.refusal(ts, clock) or "refused"
+                error, error_name = RefusedTimestampError, "InvalidTimestampException"
+            elif ts >= 0:
                 keep.append(record)
                 keep_ts.append(ts)
                 if known_time is None or ts > known_time:
                     known_time = ts
                 continue
-            if cfg.timestamp_invalid == "skip":
-                self.dropped["invalid-timestamp"] += 1
-                continue
-            reason = cfg.extractor.explain(record)
-            if cfg.timestamp_invalid == "partition-time":
-                if known_time is not None:
-                    keep.append(record)
-                    keep_ts.append(known_time)
-                    self.restamped["partition-time"] += 1
+            else:
+                if cfg.timestamp_invalid == "skip":
+                    self.dropped["invalid-timestamp"] += 1
                     continue
-                reason += "; no partition time to fall back on yet"
+                reason = cfg.extractor.explain(record)
+                if cfg.timestamp_invalid == "partition-time":
+                    if known_time is not None:
+                        keep.append(record)
+                        keep_ts.append(known_time)
+                        self.restamped["partition-time"] += 1
+                        continue
+                    reason += "; no partition time to fall back on yet"
+                error, error_name = InvalidTimestampError, "InvalidTimestampError"
             if cfg.errors_tolerance == "none":
                 p.append(keep, keep_ts)
                 p.next_offset = record.offset
                 self.records_in += i
-                raise InvalidTimestampError(p.tp, record.offset, reason)
+                raise error(p.tp, record.offset, reason)
             failed_at.append(i)
-            self._dead.append((p.index, DeadLetter(record, reason, "InvalidTimestampError")))
+            self._dead.append((p.index, DeadLetter(record, reason, error_name)))
         p.append(keep, keep_ts)
         self._budget.observe(len(records), failed_at)
 
