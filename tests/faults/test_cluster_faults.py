@@ -34,21 +34,27 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow, pytest.mark.timeout(1500)]
 REPLICATION = 3
 
 
+async def survives(
+    cluster3: Any,
+    name: str,
+    steps: Any,
+    topic_name: Callable[[str], str],
+    tmp_path: Path,
+    size: Size,
+    degraded_each: bool = False,
+) -> list[str]:
+    """Play ``steps`` on the three-node cluster under both guarantees; what went wrong (none)."""
+    outcome = await play(
+        cluster3, name, steps, topic_name, tmp_path, size.cluster_records, size.cluster_write_s, REPLICATION
+    )
+    return failures(outcome, degraded_each=degraded_each)
+
+
 async def test_rolling_restart_of_all_three_brokers_clean_stop(
     cluster3: Any, topic_name: Callable[[str], str], tmp_path: Path, size: Size
 ) -> None:
     steps = rolling_restart([1, 2, 3], size.node_down_s, kill=False)
-    outcome = await play(
-        cluster3,
-        "rolling restart (stop)",
-        steps,
-        topic_name,
-        tmp_path,
-        size.cluster_records,
-        size.cluster_write_s,
-        REPLICATION,
-    )
-    assert failures(outcome, degraded_each=False) == []
+    assert await survives(cluster3, "rolling restart (stop)", steps, topic_name, tmp_path, size) == []
 
 
 async def test_rolling_restart_of_all_three_brokers_kill_9(
@@ -57,49 +63,39 @@ async def test_rolling_restart_of_all_three_brokers_kill_9(
     if not size.rolling_kill_nodes:
         pytest.skip("FAULTS_SIZE=full only: at small size the leader and coordinator runs kill -9 a broker")
     steps = rolling_restart(list(size.rolling_kill_nodes), size.node_down_s, kill=True)
-    outcome = await play(
-        cluster3,
-        "rolling restart (kill -9)",
-        steps,
-        topic_name,
-        tmp_path,
-        size.cluster_records,
-        size.cluster_write_s,
-        REPLICATION,
-    )
-    assert failures(outcome, degraded_each=False) == []
+    assert await survives(cluster3, "rolling restart (kill -9)", steps, topic_name, tmp_path, size) == []
 
 
 async def test_output_partition_leader_killed_mid_write(
     cluster3: Any, topic_name: Callable[[str], str], tmp_path: Path, size: Size
 ) -> None:
-    outcome = await play(
-        cluster3,
-        "output leader kill -9",
-        kill_output_leader(size.node_down_s, size.role_kills),
-        topic_name,
-        tmp_path,
-        size.cluster_records,
-        size.cluster_write_s,
-        REPLICATION,
+    assert (
+        await survives(
+            cluster3,
+            "output leader kill -9",
+            kill_output_leader(size.node_down_s, size.role_kills),
+            topic_name,
+            tmp_path,
+            size,
+        )
+        == []
     )
-    assert failures(outcome, degraded_each=False) == []
 
 
 async def test_group_coordinator_broker_killed(
     cluster3: Any, topic_name: Callable[[str], str], tmp_path: Path, size: Size
 ) -> None:
-    outcome = await play(
-        cluster3,
-        "group coordinator kill -9",
-        kill_group_coordinator(size.node_down_s, size.role_kills),
-        topic_name,
-        tmp_path,
-        size.cluster_records,
-        size.cluster_write_s,
-        REPLICATION,
+    assert (
+        await survives(
+            cluster3,
+            "group coordinator kill -9",
+            kill_group_coordinator(size.node_down_s, size.role_kills),
+            topic_name,
+            tmp_path,
+            size,
+        )
+        == []
     )
-    assert failures(outcome, degraded_each=False) == []
 
 
 async def test_full_outages_of_the_three_broker_cluster(
@@ -107,14 +103,9 @@ async def test_full_outages_of_the_three_broker_cluster(
 ) -> None:
     steps, seed = full_outages(size.outages, size.outage_range_s, replicated=True)
     print(f"\noutage lengths drawn with FAULTS_SEED={seed}")
-    outcome = await play(
-        cluster3,
-        "full outages (3 brokers)",
-        steps,
-        topic_name,
-        tmp_path,
-        size.cluster_records,
-        size.cluster_write_s,
-        REPLICATION,
+    assert (
+        await survives(
+            cluster3, "full outages (3 brokers)", steps, topic_name, tmp_path, size, degraded_each=True
+        )
+        == []
     )
-    assert failures(outcome, degraded_each=True) == []
