@@ -143,22 +143,32 @@ async def default_replication(admin: AIOKafkaAdminClient) -> int:
 
 
 async def topic_configs(
-    admin: AIOKafkaAdminClient, topics: Sequence[str], keys: Sequence[str]
+    admin: AIOKafkaAdminClient, topics: Sequence[str], keys: Sequence[str], unknown_for_s: float = 10.0
 ) -> dict[str, dict[str, str]]:
     """The effective values of ``keys`` per topic (a broker default when the topic sets none).
 
-    Raises :class:`AdminError` for a topic whose configs the broker will not describe.
+    A topic the answering broker does not know yet (just created: on a cluster, metadata reaches
+    the brokers one by one) is asked for again for up to ``unknown_for_s``. Raises
+    :class:`AdminError` for a topic whose configs the broker will not describe.
     """
     if not topics:
         return {}
-    responses = await admin.describe_configs(
-        [ConfigResource(ConfigResourceType.TOPIC, t, dict.fromkeys(keys)) for t in topics]
-    )
-    out: dict[str, dict[str, str]] = {}
-    for response in responses:
-        for resource in response.resources:
-            code, message, _, name, entries = resource[:5]
-            if code != NO_ERROR:
-                raise _refusal("describe the configs of", name, code, message)
-            out[name] = {entry[0]: entry[1] for entry in entries if entry[1] is not None}
-    return out
+    deadline = time.monotonic() + unknown_for_s
+    while True:
+        responses = await admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, t, dict.fromkeys(keys)) for t in topics]
+        )
+        out: dict[str, dict[str, str]] = {}
+        unknown = False
+        for response in responses:
+            for resource in response.resources:
+                code, message, _, name, entries = resource[:5]
+                if code == UNKNOWN_TOPIC_OR_PARTITION and time.monotonic() < deadline:
+                    unknown = True
+                elif code != NO_ERROR:
+                    raise _refusal("describe the configs of", name, code, message)
+                else:
+                    out[name] = {entry[0]: entry[1] for entry in entries if entry[1] is not None}
+        if not unknown:
+            return out
+        await asyncio.sleep(0.1)

@@ -110,6 +110,9 @@ class FakeCluster:
         self.logs: dict[TopicPartition, Log] = {}
         self.partitions: dict[str, int] = {}
         self.configs: dict[str, dict[str, str]] = {}
+        #: How many next topic-config descriptions answer UNKNOWN_TOPIC_OR_PARTITION (metadata
+        #: not yet on the answering broker).
+        self.configs_unknown_for = 0
         #: Seconds each next consumer commit takes to land (then commits are instant again).
         self.commit_delays: list[float] = []
         self.offsets: dict[str, dict[TopicPartition, int]] = {}
@@ -621,6 +624,10 @@ class FakeAdmin:
         for res in resources:
             if res.resource_type == 4:  # a broker
                 described.append((0, None, 4, res.name, [("default.replication.factor", "1")]))
+                continue
+            if self.cluster.configs_unknown_for > 0:  # a broker that has not learnt of the topic yet
+                self.cluster.configs_unknown_for -= 1
+                described.append((3, None, 2, res.name, []))
                 continue
             configs = self.cluster.configs.get(res.name, {})
             defaults = {"message.timestamp.type": "CreateTime"}

@@ -66,6 +66,17 @@ async def test_the_layout_carries_the_timestamps_the_output_topics_broker_accept
     assert restamped.output_limits is None, "the broker restamps a LogAppendTime topic: it refuses none"
 
 
+async def test_a_topic_just_created_whose_configs_a_broker_does_not_know_yet_is_asked_for_again() -> None:
+    """On a three-broker cluster the broker that answers DescribeConfigs may not have the new
+    output topic's metadata yet (the full-size rolling-restart run met it)."""
+    cluster = FakeCluster()
+    cluster.create_topic("a", 1)
+    cluster.configs_unknown_for = 3
+    layout = await prepare_topics(FakeAdmin(cluster), config(inputs=("a",), output_topic="new-out"))
+    assert layout.output_limits == BrokerTimestampLimits()
+    assert cluster.configs_unknown_for == 0
+
+
 def test_output_limits_default_to_kafkas_when_the_broker_reports_none() -> None:
     assert output_limits({}) == BrokerTimestampLimits(3_600_000, 2**63 - 1)
     assert output_limits({"message.timestamp.after.max.ms": "60000"}).after_max_ms == 60_000  # type: ignore[union-attr]
