@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 
+from testkit.offsets_command import committed as group_offsets
 from testkit.ordered import Ordered
 
 Source = tuple[str, int, int]
@@ -101,13 +101,8 @@ def per_partition(events: Iterable[tuple[str, int]]) -> dict[tuple[str, int], in
 
 
 async def committed_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        offsets = await admin.list_consumer_group_offsets(group)
-    finally:
-        await admin.close()
-    return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items() if meta.offset >= 0}
+    """The group's committed offset per (topic, partition)."""
+    return await group_offsets(bootstrap, group)
 
 
 async def end_offsets(bootstrap: str, tps: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
