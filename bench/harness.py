@@ -684,13 +684,18 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
         mark = time.monotonic()
         live = await live_phase(bootstrap, tag, p, log_dir)
         phases["live"] = round(time.monotonic() - mark, 1)
-    spark = None
+    spark = spark_jobs = None
     if p.spark:
         from bench import spark_bench
 
         mark = time.monotonic()
-        spark = await spark_bench.spark_phase(bootstrap, tag, p, out_dir, early)
+        spark, session = await spark_bench.spark_phase(bootstrap, tag, p, out_dir, early)
         phases["spark"] = round(time.monotonic() - mark, 1)
+        from bench import spark_rates
+
+        mark = time.monotonic()
+        spark_jobs = await spark_rates.spark_rates_phase(bootstrap, tag, p, session, log_dir)
+        phases["spark_jobs"] = round(time.monotonic() - mark, 1)
     results: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_id": tag,
@@ -708,6 +713,7 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
         "curves": cost_curves,
         "workloads": live,
         "spark": spark,
+        "spark_jobs": spark_jobs,
     }
     from bench.goals import goals
 

@@ -48,6 +48,10 @@ class Plan:
     spark_duration_s: float = 31.0
     spark_rate_per_s: float = 200.0  # orders per second (as many payments)
     spark_trigger_ms: int = 500  # micro-batches hold what arrives in this long
+    # The Spark jobs' own rates (bench.spark_rates): a backlog of orders and payments
+    spark_rate_records: int = 500_000
+    spark_rate_keys: int = 5_000
+    spark_rate_batch: int = 50_000  # maxOffsetsPerTrigger
 
 
 def systems(idles: Sequence[str], ks_idles: Sequence[str]) -> tuple[SystemSpec, ...]:
@@ -111,6 +115,9 @@ def _plan(quick: bool, seed: int, workloads: Sequence[str] | None, spark: bool) 
             spark_duration_s=6.0,
             spark_rate_per_s=100.0,
             spark_trigger_ms=1500,
+            spark_rate_records=4_000,
+            spark_rate_keys=200,
+            spark_rate_batch=1_000,
         )
     live = systems(IDLE_VALUES, IDLE_VALUES)
     through = (

@@ -345,6 +345,8 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
                     f"{_fmt(r['rows_in_results'])} / {_fmt(r['rows_expected'])} | {_fmt(lat['p50_ms'])} | "
                     f"{_fmt(lat['p99_ms'])} | {_fmt(lat['max_ms'])} |"
                 )
+    if results.get("spark_jobs"):
+        lines += ["", "## Spark jobs: records/s", "", *spark_jobs_section(results["spark_jobs"])]
     if plot_paths:
         lines += ["", "## Plots", ""]
         lines += [f"![{p.stem}]({p.name})" for p in plot_paths]
@@ -356,6 +358,25 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
         "DEBUG-level metric and is not collected (turning DEBUG on would slow it down).",
     ]
     return "\n".join(lines) + "\n"
+
+
+def spark_jobs_section(sj: dict[str, Any]) -> list[str]:
+    """Each Spark job's own rate over the ordered topic, start-up apart (bench.spark_rates)."""
+    lines = [
+        f"{sj['workload']}; {sj['records']:,} records, micro-batches of "
+        f"{sj['records_per_micro_batch']:,}. Records/s = the records of every batch after the first "
+        "/ those batches' execution time; the first batch (plan, code generation, state store, "
+        "Python workers) is shown apart.",
+        "",
+        "| job | records/s after the first batch | first batch s | wall s (start to end) | micro-batches |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for job, r in sj["jobs"].items():
+        lines.append(
+            f"| {job} | {_fmt(r['records_per_s'])} | {_fmt(r['first_batch_s'])} | {_fmt(r['wall_s'])} "
+            f"| {_fmt(r['micro_batches'])} |"
+        )
+    return lines
 
 
 def throughput_section(tp: dict[str, Any]) -> list[str]:
@@ -586,6 +607,8 @@ def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
             f"![curves against partitions]({Path(FIGURE_DIR).name}/curves-partitions.png)",
             f"![curves against record size]({Path(FIGURE_DIR).name}/curves-record-size.png)",
         ]
+    if results.get("spark_jobs"):
+        results_block += ["", "### The Spark jobs behind it", "", *spark_jobs_section(results["spark_jobs"])]
     sizing = _sizing(results)
     return {"summary": "\n".join(summary), "results": "\n".join(results_block), "sizing": "\n".join(sizing)}
 
@@ -622,6 +645,16 @@ def _sizing(results: dict[str, Any]) -> list[str]:
     lines.append(
         f"- **Latency** added by the merge on steady traffic at `max.task.idle.ms=0`: {_added_p99(results)}."
     )
+    sj = results.get("spark_jobs")
+    if sj:
+        rates = ", ".join(
+            f"`{job}` {_fmt(r['records_per_s'])}" for job, r in sj["jobs"].items() if r["records_per_s"]
+        )
+        lines.append(
+            f"- **The Spark job, not the sidecar, bounds the pipeline**: in `local[2]` with "
+            f"{sj['keys']:,} keys the jobs process {rates} records/s once started (start-up apart); "
+            "size the executors for the job, the sidecar for its CPU per record above."
+        )
     return lines
 
 

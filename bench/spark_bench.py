@@ -275,11 +275,12 @@ class EarlySession:
 
 async def spark_phase(
     bootstrap: str, tag: str, p: Plan, out_dir: Path, session: EarlySession | None = None
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], Any]:
     """Write the workload live through a sidecar, then replay both arrival orders through Spark.
 
     ``session``: a SparkSession already being started (else it is started after the live part,
-    so that its JVM start does not share the CPU with the sidecar).
+    so that its JVM start does not share the CPU with the sidecar). Returns the results and the
+    session, for the phases after this one (:mod:`bench.spark_rates`).
     """
     session_timing: dict[str, float] = {}
     from spark_consumer import metrics
@@ -383,7 +384,7 @@ async def spark_phase(
         "session_start_s": round(session_timing["s"], 1),
         "session_started_early": session is not None,
         "jobs": results,
-    }
+    }, spark
 
 
 def _session(timing: dict[str, float]) -> Any:

@@ -257,7 +257,7 @@ class Plan:
             )
 
 
-def _job_output(plan: Plan, spark: SparkSession) -> JobOutput:
+def job_output(plan: Plan, spark: SparkSession) -> JobOutput:
     """Parse the schemas (Spark's DDL parser needs the session) and build the job's stream."""
     from spark_consumer.schema import check_numeric, field_type, load_schema
 
@@ -352,7 +352,7 @@ def run(plan: Plan) -> int:
             conf=dict(args.conf),
         )
     )
-    output = _job_output(plan, session)
+    output = job_output(plan, session)
     _ensure_output_topic(plan)
     metrics.track_drops(session)
     query = sinks.start(output, plan.sink)

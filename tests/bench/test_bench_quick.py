@@ -77,6 +77,13 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
                 f"{w['name']} / {r['system']['label']}: records never reached the output"
             )
     assert set(results["spark"]["jobs"]) == {"aggregate", "join"}
+    # Every Spark job ran as the CLI runs it over the whole ordered backlog, in several batches.
+    rates = results["spark_jobs"]
+    assert set(rates["jobs"]) == {"aggregate", "join", "suppress"}
+    for job, r in rates["jobs"].items():
+        assert r["records"] == rates["records"], f"spark {job} read {r['records']} of {rates['records']}"
+        assert r["micro_batches"] >= 2
+        assert r["records_per_s"] is not None
 
     plots = [quick_run / f"latency-disorder-{w['name']}.png" for w in results["workloads"]]
     plots += [quick_run / "throughput.png", quick_run / "latency-cdf.png"]
@@ -92,6 +99,7 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
         "### json",
         "## Cost curves",
         "## Spark",
+        "## Spark jobs: records/s",
         *(f"## {w['name']}" for w in results["workloads"]),
     ):
         assert heading in report
@@ -105,3 +113,5 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
     assert "| timesync throughput ≥" in blocks["results"], (
         "the goals table is missing from bench/README's block"
     )
+    assert "| suppress |" in blocks["results"], "the Spark jobs' rates are missing from the block"
+    assert "bounds the pipeline" in blocks["sizing"]

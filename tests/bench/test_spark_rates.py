@@ -1,0 +1,98 @@
+"""The Spark jobs' rate is read from their progress reports with start-up apart
+(bench.spark_rates.rate): pure arithmetic over what Spark reports, no Spark here."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from bench.spark_rates import job_args, orders_and_payments, rate
+
+
+def batch(batch_id: int, records: int, ms: int, sides: int = 1, end: int | None = None) -> dict[str, Any]:
+    """A progress report of a batch that read ``records`` of one partition up to ``end``; a
+    self-join's scans count each record once per side in ``numInputRows``."""
+    end = (batch_id + 1) * records if end is None else end
+    start = "null" if batch_id == 0 else json.dumps({"ordered": {"0": end - records}})
+    sources = [{"startOffset": start, "endOffset": json.dumps({"ordered": {"0": end}}),
+                "numInputRows": records * sides}]  # fmt: skip
+    return {
+        "batchId": batch_id,
+        "numInputRows": records * sides,
+        "sources": sources,
+        "durationMs": {"triggerExecution": ms},
+    }
+
+
+def test_the_first_data_batch_is_start_up_and_left_out_of_the_rate() -> None:
+    r = rate([batch(0, 1000, 9000), batch(1, 1000, 500), batch(2, 1000, 500)])
+    assert r["records_per_s"] == 2000
+    assert r["first_batch_s"] == 9.0
+    assert (r["records"], r["micro_batches"]) == (3000, 3)
+
+
+def test_batches_without_data_count_as_time_they_fire_timers_and_move_the_watermark() -> None:
+    r = rate([batch(0, 1000, 9000), batch(1, 1000, 500), batch(2, 0, 500, end=2000)])
+    assert r["records_per_s"] == 1000
+
+
+def test_a_join_reading_the_topic_once_per_side_counts_each_record_once() -> None:
+    r = rate([batch(0, 1000, 9000, sides=2), batch(1, 1000, 1000, sides=2)])
+    assert r["records_per_s"] == 1000
+    assert r["records"] == 2000
+
+
+def test_a_partition_new_in_a_batch_counts_from_its_start() -> None:
+    second = batch(1, 1000, 1000)
+    second["sources"][0]["endOffset"] = json.dumps({"ordered": {"0": 2000, "1": 500}})
+    assert rate([batch(0, 1000, 9000), second])["records_per_s"] == 1500
+
+
+def test_progress_reports_out_of_order_are_read_by_batch_id() -> None:
+    r = rate([batch(2, 1000, 500), batch(0, 1000, 9000), batch(1, 1000, 500)])
+    assert r["first_batch_s"] == 9.0
+    assert r["records_per_s"] == 2000
+
+
+def test_a_single_batch_or_no_data_gives_no_rate_rather_than_a_made_up_one() -> None:
+    assert rate([batch(0, 1000, 9000)])["records_per_s"] is None
+    assert rate([{"batchId": 0, "numInputRows": 0, "sources": [], "durationMs": {}}]) == {
+        "records_per_s": None,
+        "first_batch_s": None,
+        "micro_batches": 0,
+        "records": 0,
+    }
+
+
+def test_the_workload_pairs_each_order_with_a_later_payment_of_the_same_customer() -> None:
+    events = orders_and_payments("orders", "payments", 500, keys=20, base_ms=1_700_000_000_000, seed=1)
+    assert len(events) == 1000
+    by_topic: dict[str, dict[bytes, tuple[int, bytes | None]]] = {"orders": {}, "payments": {}}
+    import orjson
+
+    for e in events:
+        value = orjson.loads(e.value)
+        by_topic[e.topic][value["id"]] = (e.ts, e.key)
+        assert 200 <= len(e.value) <= 250
+    assert by_topic["orders"].keys() == by_topic["payments"].keys()
+    for order_id, (ts, key) in by_topic["orders"].items():
+        pay_ts, pay_key = by_topic["payments"][order_id]
+        assert 50 <= pay_ts - ts < 500
+        assert pay_key == key
+    assert len({e.key for e in events}) == 20
+    # Each partition is written in event-time order, as its producer would have.
+    for topic in ("orders", "payments"):
+        for part in range(3):
+            times = [e.ts for e in events if (e.topic, e.partition) == (topic, part)]
+            assert times == sorted(times)
+
+
+def test_every_job_is_the_cli_command_line_a_user_would_run() -> None:
+    from spark_consumer import cli
+
+    for job in ("aggregate", "join", "suppress"):
+        args = job_args(job, "127.0.0.1:9092", "ordered", "out", "orders", "payments")
+        plan = cli.Plan(cli.build_parser().parse_args([*args, "--checkpoint", "/tmp/ck"]))
+        assert plan.job == job
+        assert plan.sink.kind == "kafka"
+        assert plan.sink.trigger == "available-now"
