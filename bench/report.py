@@ -486,6 +486,8 @@ def _other_rounds(run: dict[str, Any]) -> str:
 BLOCK = re.compile(r"(<!-- bench:(?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)", re.S)
 READMES = ("README.md", "bench/README.md", "deploy/README.md")
 FIGURES = ("throughput.png", "curves-partitions.png", "curves-record-size.png")
+#: The run itself, kept beside the figures so that every README figure can be checked against it.
+RUN_FILES = ("results.json", "report.md")
 FIGURE_DIR = "bench/figures"
 
 
@@ -666,7 +668,8 @@ PENDING = (
 
 def update_readmes(results: dict[str, Any] | None, repo: Path, results_dir: Path | None = None) -> list[Path]:
     """Rewrite the blocks of every README under ``repo`` (``results=None``: the pending text) and
-    copy the figures the blocks show into ``bench/figures/``. Returns the files changed."""
+    copy the figures the blocks show, with the run's ``results.json`` and ``report.md``, into
+    ``bench/figures/``. Returns the files changed."""
     blocks = (
         readme_blocks(results)
         if results is not None
@@ -683,7 +686,7 @@ def update_readmes(results: dict[str, Any] | None, repo: Path, results_dir: Path
     if results is not None and results_dir is not None:
         target = repo / FIGURE_DIR
         target.mkdir(parents=True, exist_ok=True)
-        for figure in FIGURES:
+        for figure in (*FIGURES, *RUN_FILES):
             source = results_dir / figure
             if source.is_file():
                 (target / figure).write_bytes(source.read_bytes())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bench import report
 from bench.curves import _slope, classify
 
@@ -36,3 +38,28 @@ def test_growth_is_named_from_the_log_log_slope() -> None:
     assert classify(_slope([100, 1000, 10000], [1, 3, 10])) == "sub-linear"
     assert classify(_slope([4, 512], [200_000, 50_000])) == "falls"
     assert classify(_slope([4], [1])) is None
+
+
+def test_the_run_behind_the_blocks_is_kept_beside_its_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m bench readme`` copies the run's results.json and report.md into bench/figures/
+    with the figures, so every figure a README shows can be checked against the run it came from."""
+    repo = tmp_path / "repo"
+    for name in report.READMES:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("<!-- bench:summary -->\nold\n<!-- /bench:summary -->\n")
+    run = tmp_path / "results"
+    run.mkdir()
+    for name in (*report.FIGURES, *report.RUN_FILES):
+        (run / name).write_text(f"from the run: {name}")
+
+    report.update_readmes(None, repo, run)  # the pending text: no run, nothing copied
+    assert not (repo / report.FIGURE_DIR).exists()
+
+    monkeypatch.setattr(report, "readme_blocks", lambda results: {"summary": "new"})
+    report.update_readmes({"run_id": "r1"}, repo, run)
+    kept = repo / report.FIGURE_DIR
+    assert {p.name for p in kept.iterdir()} == {*report.FIGURES, "results.json", "report.md"}
+    assert (kept / "results.json").read_text() == "from the run: results.json"
+    assert "new" in (repo / "README.md").read_text()
