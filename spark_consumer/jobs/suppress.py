@@ -121,7 +121,9 @@ class PerKeySuppress(StatefulProcessor):
     """The per-key windowing and suppression (state per key, see the module docstring).
 
     State per key: ``stream_time``; ``windows`` (start → end, max ts, count, one accumulator
-    per aggregation); ``seen`` (source topic, partition, offset → ts) for deduplication;
+    per aggregation); ``replay_ids`` (a list of source topic, partition, offset, ts) for
+    deduplication, written whole once per call (one round trip to the state server, where a map
+    entry per record cost one each);
     ``evicted`` (set while the key holds only its closed horizon, after a TTL eviction).
     """
 
@@ -154,7 +156,7 @@ class PerKeySuppress(StatefulProcessor):
         self.windows = handle.getMapState(
             "windows", "start BIGINT", f"end BIGINT, ts BIGINT, n BIGINT{accumulators}"
         )
-        self.seen = handle.getMapState("seen", "topic STRING, part INT, off BIGINT", "ts BIGINT")
+        self.seen = handle.getListState("replay_ids", "topic STRING, part INT, off BIGINT, ts BIGINT")
         self.evicted = handle.getValueState("evicted", "at BIGINT")
         # Keys that had records in this task (one micro-batch of one partition); see
         # handleExpiredTimer.
@@ -210,7 +212,7 @@ class PerKeySuppress(StatefulProcessor):
         before = stream_time
         windows = {int(k[0]): list(v) for k, v in self.windows.iterator()}
         stored = set(windows)
-        seen = {(k[0], int(k[1]), int(k[2])): int(v[0]) for k, v in self.seen.iterator()}
+        seen = {(r[0], int(r[1]), int(r[2])): int(r[3]) for r in self.seen.get()}
         new_seen: dict[tuple[str, int, int], int] = {}
         touched: set[int] = set()
         late = 0
@@ -250,12 +252,13 @@ class PerKeySuppress(StatefulProcessor):
 
         # Remember replay identities only while a copy could still land in an open window.
         horizon = stream_time - grace - size
-        for ident, ts in new_seen.items():
-            if ts > horizon:
-                self.seen.updateValue(ident, (ts,))
-        for ident, ts in seen.items():
-            if ts <= horizon:
-                self.seen.removeKey(ident)
+        kept = [(*ident, ts) for ident, ts in seen.items() if ts > horizon]
+        added = [(*ident, ts) for ident, ts in new_seen.items() if ts > horizon]
+        if added or len(kept) < len(seen):
+            if kept or added:
+                self.seen.put(kept + added)
+            else:
+                self.seen.clear()
 
         if stream_time != before:
             self.stream_time.update((stream_time,))
