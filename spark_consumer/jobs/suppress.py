@@ -44,6 +44,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -120,7 +121,9 @@ class PerKeySuppress(StatefulProcessor):
     """The per-key windowing and suppression (state per key, see the module docstring).
 
     State per key: ``stream_time``; ``windows`` (start → end, max ts, count, one accumulator
-    per aggregation); ``seen`` (source topic, partition, offset → ts) for deduplication;
+    per aggregation); ``replay_ids`` (a list of source topic, partition, offset, ts) for
+    deduplication, written whole once per call (one round trip to the state server, where a map
+    entry per record cost one each);
     ``evicted`` (set while the key holds only its closed horizon, after a TTL eviction).
     """
 
@@ -142,6 +145,7 @@ class PerKeySuppress(StatefulProcessor):
         # Explicit, nullable dtypes: a frame whose numeric columns are all missing (a "late" or
         # "forgotten" row alone) would otherwise reach Arrow as untyped objects and fail.
         self.dtypes = {f.name: _PANDAS_DTYPES[f.dataType.typeName()] for f in schema.fields}
+        self.value_columns = [_input_column(i) for i in range(len(self.aggs))]
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.handle = handle
@@ -152,8 +156,11 @@ class PerKeySuppress(StatefulProcessor):
         self.windows = handle.getMapState(
             "windows", "start BIGINT", f"end BIGINT, ts BIGINT, n BIGINT{accumulators}"
         )
-        self.seen = handle.getMapState("seen", "topic STRING, part INT, off BIGINT", "ts BIGINT")
+        self.seen = handle.getListState("replay_ids", "topic STRING, part INT, off BIGINT, ts BIGINT")
         self.evicted = handle.getValueState("evicted", "at BIGINT")
+        # Keys that had records in this task (one micro-batch of one partition); see
+        # handleExpiredTimer.
+        self._handled: set[Any] = set()
 
     # --- per-record rules -------------------------------------------------------------------
 
@@ -190,7 +197,11 @@ class PerKeySuppress(StatefulProcessor):
         return row
 
     def _frame(self, rows: list[dict[str, Any]]) -> pd.DataFrame:
-        return pd.DataFrame(rows, columns=self.columns).astype(self.dtypes)
+        # Built column by column with its dtype: the same frame as DataFrame(rows).astype(...),
+        # at under half the cost on the one or two rows a key emits per micro-batch.
+        return pd.DataFrame(
+            {c: pd.array([r.get(c) for r in rows], dtype=self.dtypes[c]) for c in self.columns}
+        )
 
     # --- Spark callbacks ----------------------------------------------------------------------
 
@@ -198,33 +209,32 @@ class PerKeySuppress(StatefulProcessor):
         self, key: Any, rows: Iterator[pd.DataFrame], timerValues: TimerValues
     ) -> Iterator[pd.DataFrame]:
         the_key = key[0]
-        batch = pd.concat(list(rows), ignore_index=True)
-        # Kafka order of the ordered topic: the order the sidecar decided, which a replay repeats.
-        batch = batch.sort_values(["kafka_partition", "kafka_offset"], kind="stable")
+        batch = _records(list(rows), self.value_columns)
 
         saved = self.stream_time.get()
         stream_time: int | None = int(saved[0]) if saved is not None else None
+        before = stream_time
         windows = {int(k[0]): list(v) for k, v in self.windows.iterator()}
         stored = set(windows)
-        seen = {(k[0], int(k[1]), int(k[2])): int(v[0]) for k, v in self.seen.iterator()}
+        seen = {(r[0], int(r[1]), int(r[2])): int(r[3]) for r in self.seen.get()}
         new_seen: dict[tuple[str, int, int], int] = {}
         touched: set[int] = set()
         late = 0
-        value_columns = [_input_column(i) for i in range(len(self.aggs))]
+        size, grace = self.window.size_ms, self.grace_ms
 
-        for record in batch.itertuples(index=False):
-            ident = (str(record.source_topic), int(record.source_partition), int(record.source_offset))
+        for ident, ts, values in batch:
             if ident in seen or ident in new_seen:
                 continue  # a replayed copy: already counted
-            ts = int(record.ts)
             new_seen[ident] = ts
-            stream_time = ts if stream_time is None else max(stream_time, ts)
-            values = [getattr(record, c) for c in value_columns]
+            if stream_time is None or ts > stream_time:
+                stream_time = ts
             accepted = False
             for start in self.window.starts(ts):
-                if start + self.window.size_ms + self.grace_ms <= stream_time:
+                if start + size + grace <= stream_time:
                     continue  # this key's window has closed: the record is late for it
-                acc = windows.setdefault(start, self._new_window(start))
+                acc = windows.get(start)
+                if acc is None:
+                    acc = windows[start] = self._new_window(start)
                 self._fold(acc, values, ts)
                 touched.add(start)
                 accepted = True
@@ -235,7 +245,7 @@ class PerKeySuppress(StatefulProcessor):
         out: list[dict[str, Any]] = []
         for start in sorted(windows):
             acc = windows[start]
-            if acc[0] + self.grace_ms <= stream_time:
+            if acc[0] + grace <= stream_time:
                 out.append(self._row(the_key, start, acc, CLOSED_BY_STREAM_TIME))
                 if start in stored:
                     self.windows.removeKey((start,))
@@ -245,24 +255,36 @@ class PerKeySuppress(StatefulProcessor):
             out.append({"key": the_key, "kind": "late", "late": late})
 
         # Remember replay identities only while a copy could still land in an open window.
-        horizon = stream_time - self.grace_ms - self.window.size_ms
-        for ident, ts in new_seen.items():
-            if ts > horizon:
-                self.seen.updateValue(ident, (ts,))
-        for ident, ts in seen.items():
-            if ts <= horizon:
-                self.seen.removeKey(ident)
+        horizon = stream_time - grace - size
+        kept = [(*ident, ts) for ident, ts in seen.items() if ts > horizon]
+        added = [(*ident, ts) for ident, ts in new_seen.items() if ts > horizon]
+        if added or len(kept) < len(seen):
+            if kept or added:
+                self.seen.put(kept + added)
+            else:
+                self.seen.clear()
 
-        self.stream_time.update((stream_time,))
-        if self.evicted.exists():
-            self.evicted.clear()  # the key is back: its TTL timer replaces the retention timer
-        self._arm_ttl(stream_time, timerValues)
+        if stream_time != before:
+            self.stream_time.update((stream_time,))
+        self._handled.add(the_key)
+        if before is None:
+            # A new key (or one forgotten): it has no timer yet.
+            self._register_ttl(stream_time, timerValues)
+        elif not stored and not seen and self.evicted.exists():
+            # (Eviction empties windows and seen, so a key holding either is not evicted.)
+            # The key is back: its TTL timer replaces the retention timer.
+            self.evicted.clear()
+            for timer in list(self.handle.listTimers()):
+                self.handle.deleteTimer(timer)
+            self._register_ttl(stream_time, timerValues)
+        # Otherwise the key's TTL timer stays where it is, at or before the expiry its stream
+        # time now asks for (stream time and watermark only grow): when it fires early,
+        # handleExpiredTimer moves it on instead of evicting. One timer per TTL instead of a
+        # list + delete + register per key per micro-batch.
         if out:
             yield self._frame(out)
 
-    def _arm_ttl(self, stream_time: int, timer_values: TimerValues, after_ms: int | None = None) -> None:
-        for timer in list(self.handle.listTimers()):
-            self.handle.deleteTimer(timer)
+    def _register_ttl(self, stream_time: int, timer_values: TimerValues, after_ms: int | None = None) -> None:
         # A timer at or below the current watermark would be refused or fire at once; a key
         # far behind the others simply expires at the next watermark advance.
         delay = self.ttl_ms if after_ms is None else after_ms
@@ -277,18 +299,26 @@ class PerKeySuppress(StatefulProcessor):
             self.stream_time.clear()
             yield self._frame([{"key": key[0], "kind": "forgotten", "late": 0}])
             return
+        saved = self.stream_time.get()
+        stream_time = int(saved[0]) if saved is not None else -(2**63)
+        watermark = timerValues.getCurrentWatermarkInMs()
+        if key[0] in self._handled or stream_time + self.ttl_ms > watermark:
+            # A timer armed for an earlier stream time: the key's TTL has moved on. A key that
+            # had records in this micro-batch expires at the next watermark advance at the
+            # earliest (what a timer registered now would do). Spark deletes the fired timer.
+            self._register_ttl(stream_time, timerValues)
+            return
         windows = sorted(((int(k[0]), list(v)) for k, v in self.windows.iterator()), key=lambda kv: kv[0])
         rows = [self._row(key[0], start, acc, CLOSED_BY_TTL) for start, acc in windows]
         self.windows.clear()
         self.seen.clear()
-        saved = self.stream_time.get()
-        stream_time = int(saved[0]) if saved is not None else -(2**63)
         # Every window the TTL emitted is closed for this key from now on: a straggler for one
         # of them is late, not the start of a second "final" result.
         closed = max([stream_time, *(acc[0] + self.grace_ms for _, acc in windows)])
         self.stream_time.update((closed,))
         self.evicted.update((closed,))
-        self._arm_ttl(closed, timerValues, after_ms=self.ttl_ms + self.retention_ms)
+        # The fired TTL timer was the key's only one (Spark deletes it after this call).
+        self._register_ttl(closed, timerValues, after_ms=self.ttl_ms + self.retention_ms)
         if rows:
             yield self._frame(rows)
 
@@ -297,6 +327,36 @@ class PerKeySuppress(StatefulProcessor):
 
 
 _PANDAS_DTYPES = {"long": "Int64", "double": "float64", "string": "object"}
+
+
+def _records(
+    frames: list[pd.DataFrame], value_columns: Sequence[str]
+) -> Iterator[tuple[tuple[str, int, int], int, list[Any]]]:
+    """(replay identity, ts, aggregation inputs) per record, in Kafka order of the ordered topic.
+
+    Kafka order (partition, offset) is the order the sidecar decided, which a replay repeats.
+    Columns are read whole as Python lists (pandas' per-row access costs far more than the
+    rules themselves); rows are reordered only when they are not in that order already.
+    """
+    batch = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    part = batch["kafka_partition"].to_numpy()
+    offset = batch["kafka_offset"].to_numpy()
+    columns = [
+        batch["source_topic"],
+        batch["source_partition"],
+        batch["source_offset"],
+        batch["ts"],
+        *(batch[c] for c in value_columns),
+    ]
+    if len(batch) > 1:
+        step = part[1:] - part[:-1]
+        in_order = bool(((step > 0) | ((step == 0) & (offset[1:] >= offset[:-1]))).all())
+        if not in_order:
+            order = np.lexsort((offset, part))  # stable, like sort_values(kind="stable")
+            columns = [c.iloc[order] for c in columns]
+    topics, parts, offsets, stamps, *values = (c.tolist() for c in columns)
+    for i, ts in enumerate(stamps):
+        yield (str(topics[i]), int(parts[i]), int(offsets[i])), int(ts), [v[i] for v in values]
 
 
 def _present(v: Any) -> bool:

@@ -152,3 +152,41 @@ def test_the_per_key_late_rule_drops_at_end_plus_grace_and_keeps_what_has_not_re
     assert s.drops().key_stream_time == 1, "E@1001: its window's end + grace equals E's stream time"
     closing = s.feed(stamp.record(T0 + 5, {"reading": 5}, "E"))
     assert [(r.window_start, r["count"]) for r in closing] == [(1002, 2)], "E@1002 was kept"
+
+
+# The TTL timer is not moved on every micro-batch: a timer armed for an earlier stream time
+# fires early and is moved on then. Eviction must still follow the key's latest stream time.
+
+
+def test_a_key_is_evicted_at_the_ttl_of_its_latest_stream_time_not_an_earlier_one(
+    spark: SparkSession, stream: Any
+) -> None:
+    s = stream(lambda src: suppress.build(spark, src, EVICTING), watermark_delay_ms=0)
+    stamp = Stamper()
+    assert s.feed(stamp.record(T0 + 5, {"reading": 0}, "A")) == []  # TTL at 1005 + 20
+    closed = s.feed(stamp.record(T0 + 15, {"reading": 1}, "A"))  # TTL now at 1015 + 20
+    assert [(r.window_start, r["count"], r.closed_by) for r in closed] == [(1000, 1, "stream-time")]
+
+    assert s.feed(stamp.heartbeat(T0 + 30)) == [], "past 1005 + TTL but not 1015 + TTL: A stays"
+    flushed = s.feed(stamp.heartbeat(T0 + 40))
+    assert [(r.key, r.window_start, r["count"], r.closed_by) for r in flushed] == [("A", 1010, 1, "ttl")]
+
+
+def test_a_key_far_behind_the_watermark_expires_at_the_next_watermark_advance(
+    spark: SparkSession, stream: Any
+) -> None:
+    """One record per micro-batch: A's second record arrives in the batch whose watermark (1100)
+    has already passed A's first TTL (1025) and its new one (1026). A is not evicted in that
+    batch — its TTL is armed just above the watermark — but at the next advance."""
+    s = stream(
+        lambda src: suppress.build(spark, src, EVICTING), watermark_delay_ms=0, max_offsets_per_trigger=1
+    )
+    stamp = Stamper()
+    held = s.feed(
+        stamp.record(T0 + 5, {"reading": 0}, "A"),
+        stamp.heartbeat(T0 + 100),
+        stamp.record(T0 + 6, {"reading": 1}, "A"),
+    )
+    assert held == []
+    flushed = s.feed(stamp.heartbeat(T0 + 110))
+    assert [(r.key, r.window_start, r["count"], r.closed_by) for r in flushed] == [("A", 1000, 2, "ttl")]
