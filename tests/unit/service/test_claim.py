@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 
+from sidecar.config import SidecarConfig
 from sidecar.service import claim
 from sidecar.service.claim import Claim, conflict, decode, encode
 from sidecar.service.supervisor import FatalError
@@ -76,7 +79,12 @@ async def test_a_second_single_task_replica_on_another_host_refuses_to_start(
     )
 
 
-async def test_a_quiet_single_task_renews_its_claim(monkeypatch: pytest.MonkeyPatch) -> None:
+@contextlib.asynccontextmanager
+async def caught_up_and_renewing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[tuple[FakeCluster, SidecarConfig]]:
+    """pod-a's sidecar, renewing its claim every 50 ms, once it has written its 20 records and
+    gone quiet; stopped cleanly on exit."""
     monkeypatch.setattr(claim, "REFRESH_S", 0.05)
     monkeypatch.setenv("HOSTNAME", "pod-a")
     cluster = cluster_with_input()
@@ -87,6 +95,14 @@ async def test_a_quiet_single_task_renews_its_claim(monkeypatch: pytest.MonkeyPa
         while len(sources(cluster.read(OUT))) < 20:
             await asyncio.sleep(0.005)
         await asyncio.sleep(0.2)
+        yield cluster, cfg
+    finally:
+        s.request_stop()
+        await running
+
+
+async def test_a_quiet_single_task_renews_its_claim(monkeypatch: pytest.MonkeyPatch) -> None:
+    async with caught_up_and_renewing(monkeypatch) as (cluster, cfg):
         first = decode(cluster.metadata[cfg.effective_group_id][("a", 0)])
         await asyncio.sleep(0.3)
         later = decode(cluster.metadata[cfg.effective_group_id][("a", 0)])
@@ -95,9 +111,6 @@ async def test_a_quiet_single_task_renews_its_claim(monkeypatch: pytest.MonkeyPa
         assert later.at_ms > first.at_ms, "renewed with no new offsets"
         assert later.state == "running"
         assert cluster.committed(cfg.effective_group_id)[("a", 0)] == 10, "the same offsets, again"
-    finally:
-        s.request_stop()
-        await running
     final = decode(cluster.metadata[cfg.effective_group_id][("a", 0)])
     assert final is not None
     assert final.state == "stopped"
@@ -128,21 +141,9 @@ async def test_a_periodic_commit_still_in_flight_cannot_outlive_the_stopped_clai
     """Two helpers saw it on a real broker, about one clean stop in eight: the commit loop's
     "running" commit landed after the drain's "stopped" one, and another host had to wait the
     claim out. Here the loop's commit is slow to land while the stop comes."""
-    monkeypatch.setattr(claim, "REFRESH_S", 0.05)
-    monkeypatch.setenv("HOSTNAME", "pod-a")
-    cluster = cluster_with_input()
-    cfg = config(["a"])
-    s = sidecar(cluster, cfg)
-    running = asyncio.create_task(s.run())
-    try:
-        while len(sources(cluster.read(OUT))) < 20:
-            await asyncio.sleep(0.005)
-        await asyncio.sleep(0.2)
+    async with caught_up_and_renewing(monkeypatch) as (cluster, cfg):
         cluster.commit_delays = [0.5]  # the next periodic commit (a claim renewal) hangs
         await asyncio.sleep(0.15)
-    finally:
-        s.request_stop()
-        await running
     await asyncio.sleep(0.6)  # long enough for a hanging commit to land, had it survived
     final = decode(cluster.metadata[cfg.effective_group_id][("a", 0)])
     assert final is not None
