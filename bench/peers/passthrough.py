@@ -16,12 +16,10 @@ like the sidecar does.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import signal
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +27,7 @@ import uvloop
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
+from bench.peers.arguments import copy_arguments
 from sidecar.kafka.admin import TopicSpec, ensure_topics, wait_for_partitions
 from sidecar.output.writer import BATCH_BYTES, MAX_MESSAGE_BYTES, OutputWriter
 
@@ -121,14 +120,7 @@ async def run(bootstrap: str, inputs: list[str], output: str, group: str, stop: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.peers.passthrough", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--bootstrap-servers", required=True)
-    parser.add_argument("--input-topics", required=True, help="comma list")
-    parser.add_argument("--output-topic", required=True)
-    parser.add_argument("--group-id", default=f"passthrough-{int(time.time())}")
-    args = parser.parse_args(argv)
+    args = copy_arguments("passthrough", __doc__.split("\n\n")[0], argv)
 
     async def serve() -> int:
         stop = asyncio.Event()

@@ -14,7 +14,6 @@ every 100 ms once every record consumed before was delivered (at-least-once, as 
 
 from __future__ import annotations
 
-import argparse
 import collections
 import signal
 import sys
@@ -24,6 +23,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.peers.arguments import copy_arguments
 from sidecar.output.writer import MAX_MESSAGE_BYTES
 
 COMMIT_INTERVAL_S = 0.1
@@ -147,14 +147,7 @@ def run(bootstrap: str, inputs: list[str], output: str, group: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.peers.rdkafka_copy", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--bootstrap-servers", required=True)
-    parser.add_argument("--input-topics", required=True, help="comma list")
-    parser.add_argument("--output-topic", required=True)
-    parser.add_argument("--group-id", default=f"rdkafka-copy-{int(time.time())}")
-    args = parser.parse_args(argv)
+    args = copy_arguments("rdkafka_copy", __doc__.split("\n\n")[0], argv)
     written = run(args.bootstrap_servers, args.input_topics.split(","), args.output_topic, args.group_id)
     print(f"rdkafka_copy: {written} records written", file=sys.stderr)
     return 0 if written >= 0 else 1
