@@ -75,7 +75,7 @@ format: $(STAMP_PY)
 demo: $(STAMP_PY) $(STAMP_JARS)
 	$(PY) -m bench.demo
 
-# The benchmark (bench/README.md): every system and setting on every workload, about an hour on 2 cores.
+# The benchmark (bench/README.md): every system and setting on every workload, about 40 minutes on 2 cores (37 min on 2026-11-25).
 # BENCH_ARGS=--quick for the < 3 min version; results, report and plots go to results/. A full run
 # then rewrites the generated figure blocks of the READMEs (python -m bench readme; a quick run's
 # results are refused there).

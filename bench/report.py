@@ -522,7 +522,34 @@ def _provenance(results: dict[str, Any]) -> str:
         f"`python -m bench readme`: {m['cpus']} CPUs ({m['cpu']}), one local broker on the same machine, "
         f"load average {load:.2f} at start"
         + (f" and {end:.2f} at the end" if end is not None else "")
-        + ". Figures on a shared machine move by ±30 % between runs: read the ratios within one run."
+        + ". "
+        + _noise(results)
+    )
+
+
+def round_spread(results: dict[str, Any]) -> tuple[float, str] | None:
+    """The widest spread of a repeated throughput system's rounds in this run: (max − min) ÷
+    median, and which system; ``None`` when no system ran more than one round."""
+    widest: tuple[float, str] | None = None
+    for tp in results.get("throughput") or []:
+        for run in tp["runs"]:
+            rounds = sorted(run.get("records_per_s_runs") or [])
+            if len(rounds) < 2 or not rounds[len(rounds) // 2]:
+                continue
+            spread = (rounds[-1] - rounds[0]) / rounds[len(rounds) // 2]
+            if widest is None or spread > widest[0]:
+                widest = (spread, f"{run['system']['label']}, {tp['shape']}")
+    return widest
+
+
+def _noise(results: dict[str, Any]) -> str:
+    widest = round_spread(results)
+    if widest is None:
+        return "How noisy: not measured in this run (one round per system): read the ratios within one run."
+    spread, where = widest
+    return (
+        f"How noisy: the repeated throughput rounds of one system spread by up to {spread:.0%} of "
+        f"their median ({where}); read the ratios within one run."
     )
 
 

@@ -63,3 +63,17 @@ def test_the_run_behind_the_blocks_is_kept_beside_its_figures(
     assert {p.name for p in kept.iterdir()} == {*report.FIGURES, "results.json", "report.md"}
     assert (kept / "results.json").read_text() == "from the run: results.json"
     assert "new" in (repo / "README.md").read_text()
+
+
+def test_the_noise_stated_is_the_widest_spread_of_repeated_rounds_in_the_run() -> None:
+    def run(label: str, rounds: list[int]) -> dict[str, object]:
+        return {"system": {"label": label}, "records_per_s_runs": rounds}
+
+    results = {
+        "throughput": [
+            {"shape": "keyless", "runs": [run("a", [90, 100, 110]), run("b", [100])]},
+            {"shape": "json", "runs": [run("c", [80, 100, 120])]},
+        ]
+    }
+    assert report.round_spread(results) == (0.4, "c, json")
+    assert report.round_spread({"throughput": [{"shape": "x", "runs": [run("b", [100])]}]}) is None
