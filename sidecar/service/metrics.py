@@ -101,6 +101,12 @@ class Metrics:
         self.paused = Gauge(
             "timesync_partition_paused", "1 while fetching is paused", ["topic", "partition"], registry=r
         )
+        #: The process's, not a task's: an operator's pause holds every task and survives restarts.
+        self.operator_paused = Gauge(
+            "timesync_operator_paused",
+            "1 while an operator's PUT /pause holds the sidecar (nothing fetched or written)",
+            registry=r,
+        )
         self.watermark = Gauge(
             "timesync_watermark_seconds", "Task watermark (event time)", ["task"], registry=r
         )

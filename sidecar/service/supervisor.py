@@ -242,6 +242,7 @@ class Supervisor:
         if not self.pause_state.paused:
             self.pause_state.paused = True
             self.pause_state.since = int(time.time() * 1000)
+            self.metrics.operator_paused.set(1)
             log.info("paused by an operator: nothing is fetched or written until resumed")
 
     def resume(self) -> None:
@@ -249,6 +250,7 @@ class Supervisor:
         if self.pause_state.paused:
             self.pause_state.paused = False
             self.pause_state.since = None
+            self.metrics.operator_paused.set(0)
             log.info("resumed by an operator")
 
     def state_name(self) -> str:

@@ -58,10 +58,12 @@ async def test_pause_stops_fetching_writing_and_heartbeats_and_resume_goes_on(cl
         assert status["state"] == "PAUSED"
         assert status["role"].startswith("paused by an operator")
         assert status["paused_since"] is not None
+        assert s.metrics.registry.get_sample_value("timesync_operator_paused") == 1, "on the metrics too"
 
         s.resume()
         await until(lambda: len(sources(cluster.read(OUT))) == 70)
         assert s.state_name() == "RUNNING"
+        assert s.metrics.registry.get_sample_value("timesync_operator_paused") == 0
         assert consumer._paused == set()
     finally:
         s.request_stop()
