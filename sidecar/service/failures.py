@@ -52,7 +52,7 @@ from sidecar.kafka.clients import ClientStartError
 
 if TYPE_CHECKING:
     from sidecar.config import SidecarConfig
-    from sidecar.service.supervisor import RunControl
+    from sidecar.service.run_state import RunControl
 
 log = logging.getLogger("timesync")
 

@@ -9,7 +9,7 @@ closes. It holds no merge logic and decides nothing about errors; it translates 
 * :mod:`~sidecar.service.delivery` writes what the tasks emit and commits what became safe,
   under the configured guarantee;
 * :mod:`~sidecar.service.failures` judges every error, and the run state
-  (:class:`~sidecar.service.supervisor.RunControl`) records the outcome.
+  (:class:`~sidecar.service.run_state.RunControl`) records the outcome.
 
 Each loop iteration fetches a batch (``getmany``, waiting no longer than the earliest time a task
 asked to be woken), feeds it to the tasks, polls each task until it stops emitting, applies the
@@ -48,8 +48,8 @@ from sidecar.service.fetch import InputFeed
 from sidecar.service.health import Health
 from sidecar.service.metrics import Metrics
 from sidecar.service.rebalance import Rebalancer
+from sidecar.service.run_state import RESTART_BACKOFF_S, RunControl, Stopping
 from sidecar.service.status import pipeline_status
-from sidecar.service.supervisor import RESTART_BACKOFF_S, RunControl, Stopping
 from sidecar.service.tasks import TaskRegistry, TaskRun
 from sidecar.service.topics import TopicLayout, prepare_topics
 
