@@ -1,10 +1,11 @@
 """What a reset reads from Kafka and the one write it makes: the thin adapter under :mod:`plan`.
 
-Reads: the input partitions (from ``input.topics``), each one's log start and end offsets (the
-last stable offset under ``exactly_once_v2``, as the sidecar reads them), the first offset at or
-after a time (Kafka's ListOffsets by timestamp), the group's committed offsets, and who is in the
-group. Writes: the new offsets, committed for the group by a client that takes no part in it, as
-Kafka's own reset tool does, once the group was found without members.
+Reads: the input partitions (from ``input.topics``), each one's log start and end offsets (as
+the sidecar reads them: the last stable offset when its delivery reads only committed records),
+the first offset at or after a time (Kafka's ListOffsets by timestamp), the group's committed
+offsets, and who is in the group. Writes: the new offsets, committed for the group by a client
+that takes no part in it, as Kafka's own reset tool does, once the group was found without
+members.
 
 **Who counts as running.** A ``task.grouping=partition`` sidecar is a member of its consumer
 group, so DescribeGroups lists it. A ``task.grouping=single`` sidecar assigns itself the
@@ -32,6 +33,7 @@ from sidecar.kafka.admin import AdminError, describe_partitions, error_name
 from sidecar.kafka.clients import client_options, connect
 from sidecar.offsets.plan import PartitionFacts, Target
 from sidecar.service import claim
+from sidecar.service.delivery import isolation_level
 from sidecar.service.failures import is_retriable
 
 T = TypeVar("T")
@@ -112,10 +114,9 @@ class GroupOffsets:
         options["client_id"] = f"timesync-offsets-{config.output_topic}"
         self._options = options
         self.admin = AIOKafkaAdminClient(**options)
-        isolation = (
-            "read_committed" if config.processing_guarantee == "exactly_once_v2" else "read_uncommitted"
+        self.reader = AIOKafkaConsumer(
+            enable_auto_commit=False, isolation_level=isolation_level(config), **options
         )
-        self.reader = AIOKafkaConsumer(enable_auto_commit=False, isolation_level=isolation, **options)
 
     async def __aenter__(self) -> GroupOffsets:
         bootstrap = self.config.bootstrap_servers

@@ -43,7 +43,7 @@ from sidecar.output.encoder import native_available
 from sidecar.service import claim
 from sidecar.service.context import StartContext
 from sidecar.service.delivery import make_delivery
-from sidecar.service.failures import CLIENT_ERRORS, SETUP_ERRORS, Action, ErrorHandler, Phase
+from sidecar.service.failures import CLIENT_ERRORS, SETUP_ERRORS, ErrorHandler, Phase
 from sidecar.service.fetch import InputFeed
 from sidecar.service.health import Health
 from sidecar.service.metrics import Metrics
@@ -150,8 +150,9 @@ class Pipeline:
         try:
             layout = await self._prepare_topics()
             self.layout = self.tasks.layout = layout
-            self._consumer = consumer = self.ctx.clients.consumer()
-            self._feed = InputFeed(self.ctx, consumer, self.tasks)
+            reads = self.delivery.isolation_level
+            self._consumer = consumer = self.ctx.clients.consumer(reads)
+            self._feed = InputFeed(self.ctx, consumer, self.tasks, reads)
             await self.delivery.start(consumer)
             await connect(consumer.start(), "the consumer", cfg.bootstrap_servers)
             self.reader_name = fetch_hook.install(consumer)
@@ -230,16 +231,12 @@ class Pipeline:
         return max(0, min(MAX_FETCH_WAIT_MS, wake - self.clock()))
 
     async def _drive_or_judge(self, run: TaskRun, now: int, phase: Phase) -> bool:
-        """Drive one task; a client error is judged for it (``False``: stop driving the others)."""
+        """Drive one task; a client error is the delivery's to judge, as it knows the task's
+        output (``False``: stop driving the others)."""
         try:
             await self._drive(run, now)
         except CLIENT_ERRORS as e:
-            txn = run.output.txn
-            context = {"task": run.name, "topic": self.config.output_topic}
-            if txn is not None:
-                context["txn_id"] = txn.transactional_id
-            if self.errors.handle(run.output.cause(e), phase, **context) is Action.TASK_LOST and txn:
-                txn.forget()
+            self.delivery.failed(run, e, phase)
             return False
         return True
 
@@ -290,9 +287,10 @@ class Pipeline:
     # -- observation ----------------------------------------------------------------------------------
 
     async def offsets(self) -> dict[str, Any] | None:
-        """``GET /offsets``: per input partition the group's committed offset, the end offset (the
-        last stable offset under exactly_once_v2) and the lag between them, and the task holding
-        it here; the output's end per partition. ``None`` before the start has connected."""
+        """``GET /offsets``: per input partition the group's committed offset, the end offset (as
+        the consumer reads: the last stable offset if it reads only committed records), the lag
+        between them and the task holding it here; the output's end per partition. ``None`` before
+        the start has connected."""
         if not self.started:
             return None
         consumer = self.consumer
