@@ -18,6 +18,12 @@ the run state is ``Running``. Then a clean stop (``Stopping``) emits what may st
 drains (acknowledgements, last commits); a failure (``Failed``) aborts what is open; a restart
 (``Restarting``) only closes — its clients are unusable, the next start fences them.
 
+A record's route, in the order this module reads: ``InputFeed.fetch`` (``getmany``) →
+``InputFeed.feed`` (``MergeTask.push``) → ``_drive`` (``MergeTask.poll`` → ``Emit``) →
+``Delivery.send`` (encode, write) → the broker's acknowledgement → ``MergeTask.acked`` → the input
+offsets it released, committed by the delivery (at least once: its committer; exactly once: in
+the task's transaction, on ``Delivery.tick``).
+
 The pipeline never raises for a Kafka error: how it ended is in ``control.state``.
 """
 
@@ -33,7 +39,7 @@ from typing import Any
 from aiokafka import TopicPartition as KafkaTopicPartition
 
 from sidecar.config import SidecarConfig
-from sidecar.core import Emit, Heartbeat, TopicPartition
+from sidecar.core import Emit, Heartbeat
 from sidecar.core.deadletters import DeadLetterRatioExceeded
 from sidecar.core.task import Idle, NeedFetch, WaitUntil
 from sidecar.core.timestamps import InvalidTimestampError
@@ -116,9 +122,6 @@ class Pipeline:
     def committed_any(self) -> bool:
         return self.delivery.committed_any
 
-    def add_task(self, name: str, partitions: list[TopicPartition], out_partition: int) -> TaskRun:
-        return self.tasks.add(name, partitions, out_partition, self.delivery.attach(name))
-
     def status(self) -> dict[str, Any]:
         return pipeline_status(self)
 
@@ -152,11 +155,11 @@ class Pipeline:
             self.layout = self.tasks.layout = layout
             reads = self.delivery.isolation_level
             self._consumer = consumer = self.ctx.clients.consumer(reads)
-            self._feed = InputFeed(self.ctx, consumer, self.tasks, reads)
+            self._feed = feed = InputFeed(self.ctx, consumer, self.tasks, reads)
             await self.delivery.start(consumer)
             await connect(consumer.start(), "the consumer", cfg.bootstrap_servers)
             self.reader_name = fetch_hook.install(consumer)
-            await Rebalancer(self).assign(self.restarting)
+            await Rebalancer(self.ctx, self.lock, self.tasks, self.delivery, feed).assign(self.restarting)
         except START_ERRORS as e:
             self.errors.handle(e, phase)
             return False
@@ -211,25 +214,6 @@ class Pipeline:
                 except LOOP_ERRORS as e:
                     self.errors.handle(e, Phase.MERGE)
 
-    def _apply_operator_pause(self, now: int) -> None:
-        """``PUT /pause``: hold every task (nothing goes out, no heartbeat: the watermark must not
-        pass records the sidecar is not reading; idle clocks frozen) and stop fetching, while the
-        loop goes on calling ``getmany`` so the consumer stays in its group. ``PUT /resume``:
-        release them. Tasks taken on in a rebalance while paused are held at once."""
-        paused = self.control.pause.paused
-        consumer = self.consumer
-        for run in self.tasks:
-            if paused and not run.task.held:
-                consumer.pause(*(KafkaTopicPartition(*tp) for tp in run.task.hold(now)))
-            elif not paused and run.task.held:
-                consumer.resume(*(KafkaTopicPartition(*tp) for tp in run.task.release(now)))
-
-    def _fetch_wait_ms(self) -> int:
-        wake = self.tasks.wake_at()
-        if wake is None:
-            return MAX_FETCH_WAIT_MS
-        return max(0, min(MAX_FETCH_WAIT_MS, wake - self.clock()))
-
     async def _drive_or_judge(self, run: TaskRun, now: int, phase: Phase) -> bool:
         """Drive one task; a client error is the delivery's to judge, as it knows the task's
         output (``False``: stop driving the others)."""
@@ -256,6 +240,25 @@ class Pipeline:
             elif isinstance(out, NeedFetch | Idle):
                 run.wake_at = out.wake_at_ms
             return
+
+    def _apply_operator_pause(self, now: int) -> None:
+        """``PUT /pause``: hold every task (nothing goes out, no heartbeat: the watermark must not
+        pass records the sidecar is not reading; idle clocks frozen) and stop fetching, while the
+        loop goes on calling ``getmany`` so the consumer stays in its group. ``PUT /resume``:
+        release them. Tasks taken on in a rebalance while paused are held at once."""
+        paused = self.control.pause.paused
+        consumer = self.consumer
+        for run in self.tasks:
+            if paused and not run.task.held:
+                consumer.pause(*(KafkaTopicPartition(*tp) for tp in run.task.hold(now)))
+            elif not paused and run.task.held:
+                consumer.resume(*(KafkaTopicPartition(*tp) for tp in run.task.release(now)))
+
+    def _fetch_wait_ms(self) -> int:
+        wake = self.tasks.wake_at()
+        if wake is None:
+            return MAX_FETCH_WAIT_MS
+        return max(0, min(MAX_FETCH_WAIT_MS, wake - self.clock()))
 
     # -- the end of a start ---------------------------------------------------------------------------
 
