@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, for_code
 from aiokafka.structs import OffsetAndMetadata
 
 from sidecar.config import SidecarConfig
@@ -55,13 +55,20 @@ class Members:
 
 
 async def group_members(admin: AIOKafkaAdminClient, group: str) -> Members:
-    """The group's state and its members' client hosts, from DescribeGroups."""
+    """The group's state and its members' client hosts, from DescribeGroups.
+
+    A coordinator that is loading, moving or not there yet (a new cluster creates its offsets
+    topic on the first group request) answers with a retriable code: that is raised as Kafka's
+    retriable error, for the caller to ask again; any other code is a refusal (``AdminError``).
+    """
     responses = await admin.describe_consumer_groups([group])
     for response in responses:
         for described in response.groups:
             code, name, state, members = described[0], described[1], described[2], described[5]
             if name != group:
                 continue
+            if code != 0 and for_code(code).retriable:
+                raise for_code(code)(f"describing group {group}")
             if code != 0:
                 raise AdminError(f"cannot describe group {group}: {error_name(code)}")
             return Members(state, tuple(str(m[2]).lstrip("/") for m in members))
