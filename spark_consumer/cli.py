@@ -25,8 +25,8 @@ from spark_consumer.common_options import (
     job_input,
     require_value_schema,
 )
+from spark_consumer.jobs import registry
 from spark_consumer.jobs.command import Job
-from spark_consumer.jobs.registry import JOBS, job
 from spark_consumer.options import UsageError
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     common = common_parser()
     parser = Parser(prog=PROG, description="Join, aggregate or suppress timesync's ordered topic with Spark.")
     subcommands = parser.add_subparsers(dest="job", required=True, metavar="JOB", parser_class=Parser)
-    for each in JOBS:
+    for each in registry.JOBS:
         each.add_arguments(subcommands.add_parser(each.name, parents=[common], help=each.help))
     return parser
 
@@ -53,7 +53,7 @@ class Plan:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.job: str = args.job
-        self.command: Job[Any] = job(args.job)
+        self.command: Job[Any] = registry.job(args.job)
         common = CommonOptions.from_args(args)
         self.security = common.security
         self.source = common.source
