@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from spark_consumer.options import AggSpec, UsageError, WindowSpec, check_field, parse_duration
+from spark_consumer.options import AggSpec, UsageError, WindowSpec, check_field, key_value, parse_duration
 from spark_consumer.security import MECHANISMS, PROTOCOLS, KafkaSecurity
 
 if TYPE_CHECKING:
@@ -39,10 +39,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _pair(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"{text!r} is not key=value")
-    return key, value
+    try:
+        return key_value(text)  # never echoes a value: it may be a password
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
