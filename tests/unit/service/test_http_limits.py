@@ -11,7 +11,9 @@ import pytest
 
 from sidecar.service.http import start_http
 from sidecar.service.http_limits import Coalesced
+from tests.fakes.kafka import FakeCluster
 
+from .harness import OUT, config, sidecar, sources
 from .test_http_guard import Recorder
 
 HELD = 300
@@ -28,8 +30,12 @@ async def healthz(port: int) -> tuple[int, float]:
 
 
 async def test_hundreds_of_half_open_connections_neither_hold_descriptors_nor_stop_the_server() -> None:
-    r = Recorder()
-    runner = await start_http(r, "127.0.0.1", 0, idle_timeout_s=0.5, max_connections=32)  # type: ignore[arg-type]
+    cluster = FakeCluster()
+    cluster.create_topic("a", 1)
+    cluster.produce("a", 0, range(1_000, 1_020))
+    s = sidecar(cluster, config(["a"]))
+    running = asyncio.create_task(s.run())
+    runner = await start_http(s, "127.0.0.1", 0, idle_timeout_s=0.5, max_connections=32)
     port = runner.addresses[0][1]
     held: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
     try:
@@ -45,6 +51,10 @@ async def test_hundreds_of_half_open_connections_neither_hold_descriptors_nor_st
         status, took = await healthz(port)
         assert status == 200
         assert took < 1.0, "the event loop stays responsive"
+        cluster.produce("a", 0, range(2_000, 2_010))
+        async with asyncio.timeout(5):
+            while len(sources(cluster.read(OUT))) < 30:
+                await asyncio.sleep(0.01)  # Kafka keeps flowing meanwhile
 
         # The newest held connections are still open; the time bound closes them too.
         reader, _ = held[-1]
@@ -55,6 +65,8 @@ async def test_hundreds_of_half_open_connections_neither_hold_descriptors_nor_st
         for _, writer in held:
             writer.close()
         await runner.cleanup()
+        s.request_stop()
+        await running
 
 
 async def test_offsets_asks_the_broker_once_however_many_call() -> None:
