@@ -64,6 +64,7 @@ def test_rendered_objects_are_valid_kubernetes(helm: str, tmp_path: Path, versio
         "ServiceAccount",
         "PodDisruptionBudget",
         "NetworkPolicy",
+        "Secret",  # the generated token of pause, resume and restart
     }
     for doc in docs:
         kubernetes_validate.validate(doc, version, strict=True)
