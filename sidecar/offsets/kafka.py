@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, for_code
 from aiokafka.structs import OffsetAndMetadata
 
 from sidecar.config import SidecarConfig
@@ -61,6 +61,9 @@ async def group_members(admin: AIOKafkaAdminClient, group: str) -> Members:
             if name != group:
                 continue
             if code != 0:
+                error = for_code(code)
+                if error.retriable:  # a coordinator loading or moving (a new group's first commit)
+                    raise error()
                 raise AdminError(f"cannot describe group {group}: {error_name(code)}")
             return Members(state, tuple(str(m[2]).lstrip("/") for m in members))
     return Members("Dead", ())
