@@ -11,8 +11,14 @@ unknown key is an error too (with the closest known key as a hint): a typo must 
 fall back to a default. The one exception is Kubernetes' service-link variables
 (:func:`service_link`): a Service named ``timesync-…`` puts ``TIMESYNC_…_PORT=tcp://…`` and the
 like into every pod of its namespace, so those are recognised by name *and* value and ignored.
-Secrets (``ssl.password``, ``sasl.password``) are ``SecretStr`` and
-never appear in messages, logs or ``/status``.
+Secrets (``ssl.password``, ``sasl.password``, ``http.auth.token``) are ``SecretStr`` and
+never appear in messages, logs or ``/status``; a YAML file's scalars are read as the text written
+(``0x1F`` stays ``0x1F``, YAML 1.1 would make it ``31``), so a token or a topic name is never
+silently turned into another value.
+
+Start-up refuses what would quietly weaken the sidecar: acting endpoints reachable off loopback
+without a token (:func:`http_exposure`), and SSL or SASL settings that the chosen
+``security.protocol`` would ignore.
 """
 
 from __future__ import annotations
@@ -185,7 +191,34 @@ class SidecarConfig(BaseSettings):
             raise ValueError(
                 f"security.protocol={self.security_protocol} needs sasl.username and sasl.password"
             )
+        ignored = self._ignored_security_keys()
+        if ignored:
+            raise ValueError(
+                f"{', '.join(ignored)} set, but security.protocol={self.security_protocol} ignores "
+                f"{'it' if len(ignored) == 1 else 'them'}: the connection would not use what you "
+                "configured; set security.protocol (SSL, SASL_PLAINTEXT or SASL_SSL) or remove the keys"
+            )
+        exposure = http_exposure(
+            self.http_host, self.http_port, bool(self.http_auth_token.get_secret_value())
+        )
+        if exposure:
+            raise ValueError(exposure)
         return self
+
+    def _ignored_security_keys(self) -> list[str]:
+        """``ssl.*`` keys set (away from their defaults) without TLS, ``sasl.*`` keys without SASL:
+        the Kafka clients would silently connect without them."""
+        defaults = type(self).model_fields
+        uses = {"ssl_": "SSL" in self.security_protocol, "sasl_": "SASL" in self.security_protocol}
+        return [
+            key_of(name)
+            for name in defaults
+            for prefix, used in uses.items()
+            if name.startswith(prefix)
+            and not used
+            and name in self.model_fields_set
+            and getattr(self, name) != defaults[name].default
+        ]
 
     # -- derived views ----------------------------------------------------------------------------
 
@@ -237,6 +270,45 @@ class SidecarConfig(BaseSettings):
                 value = "********" if value.get_secret_value() else ""
             out[key_of(name)] = value
         return out
+
+
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether binding ``host`` keeps the server on loopback: a loopback address or localhost's
+    names. Any other name may resolve to an outside address, so it does not count."""
+    name = host.strip().strip("[]").lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def http_exposure(host: str, port: int, has_token: bool) -> str | None:
+    """Why serving HTTP on ``host:port`` is refused, or ``None``.
+
+    The acting endpoints (pause, resume, restart) trust loopback callers only when the server is
+    bound to loopback: bound to any other address, loopback is no proof of who calls (a service
+    mesh's proxy delivers every caller from 127.0.0.6, ``hostNetwork`` shares the node's loopback),
+    so a token is required. An empty host would bind every interface, and is refused as a typo.
+    """
+    if port == 0:
+        return None
+    if not host.strip():
+        return (
+            "http.host is empty, which would bind every interface: set 127.0.0.1 (loopback), or "
+            "0.0.0.0 together with http.auth.token"
+        )
+    if not has_token and not is_loopback_host(host):
+        return (
+            f"http.host={host} is not a loopback address and http.auth.token is not set: anyone who "
+            "reaches the port could pause or restart the sidecar; set http.auth.token (from a "
+            "secret, as TIMESYNC_HTTP_AUTH_TOKEN) or bind http.host to 127.0.0.1"
+        )
+    return None
 
 
 class _Layer(PydanticBaseSettingsSource):
@@ -388,7 +460,7 @@ def _field_for(key: str, source: str) -> str:
     if field is None:
         hint = difflib.get_close_matches(key, KEYS, n=1)
         suffix = f"; did you mean {hint[0]}?" if hint else ""
-        raise ConfigError(f"config error: unknown key {key!r} (from {source}){suffix}")
+        raise ConfigError(f"config error: unknown key {_without_secret(key)} (from {source}){suffix}")
     return field
 
 
@@ -404,7 +476,7 @@ def read_file(path: Path) -> dict[str, str]:
         ) from None
     if path.suffix in {".yaml", ".yml"}:
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_TextLoader)
         except yaml.YAMLError as e:
             raise ConfigError(
                 f"config error: {str(path)!r} is not valid YAML: {str(e).splitlines()[0]}"
@@ -429,6 +501,20 @@ def read_file(path: Path) -> dict[str, str]:
 
 
 _PROPERTY = re.compile(r"([^=:\s]+)\s*[=:]?(.*)", re.DOTALL)
+
+
+class _TextLoader(yaml.SafeLoader):
+    """YAML's safe loader, with every plain scalar but ``null`` kept as the text written.
+
+    YAML 1.1 turns ``0x1F`` into 31, ``012`` into 10, ``1_000`` into 1000 and ``no`` into false:
+    a token or a topic name would silently become another value. The config model converts the
+    text itself, for the keys that take numbers or booleans."""
+
+
+_TextLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag == "tag:yaml.org,2002:null"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 def _flatten(data: Mapping[Any, Any], prefix: str = "", source: str = "") -> dict[str, str]:
@@ -504,12 +590,23 @@ SECRET_KEYS = tuple(
 )
 
 
+_SECRET_WORDS = ("password", "token", "secret", "jaas")
+
+
+def looks_secret(text: str) -> bool:
+    """Whether ``text`` may hold a secret: it names a secret key or a word secrets go with, in any
+    case and with ``.``, ``_`` or ``-`` between words (``SASL.PASSWORD x``, ``sasl_password:x``)."""
+    folded = re.sub(r"[_\-]", ".", text.lower())
+    return any(key in folded for key in SECRET_KEYS) or any(word in folded for word in _SECRET_WORDS)
+
+
 def _without_secret(item: str) -> str:
-    """``item`` quoted for an error message, unless it starts with a secret key (then only the key)."""
-    for key in SECRET_KEYS:
-        if item.strip().startswith(key):
-            return f"{key!r} followed by a hidden value"
-    return repr(item)
+    """``item`` quoted for an error message; when it may hold a secret, only the words before its
+    first space, ``:`` or ``=`` (a key, as the user typed it), never what follows."""
+    if not looks_secret(item):
+        return repr(item)
+    key, *rest = re.split(r"[\s:=]", item.strip(), maxsplit=1)
+    return f"{key!r} followed by a hidden value" if rest else repr(key)
 
 
 def _one_line(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from spark_consumer.options import UsageError, check_field, parse_duration
+from spark_consumer.options import UsageError, check_field, key_value, parse_duration
 from spark_consumer.schema import field_type, load_schema
 from spark_consumer.security import MECHANISMS, PROTOCOLS, KafkaSecurity
 from spark_consumer.session import SessionOptions
@@ -36,10 +36,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def _pair(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"{text!r} is not key=value")
-    return key, value
+    try:
+        return key_value(text)  # never echoes a value: it may be a password
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def common_parser() -> Parser:

@@ -67,6 +67,11 @@ def test_schema_knows_every_key_and_accepts_the_defaults() -> None:
         ("watermark.policy", "perfect"),
         ("max.task.idle", 5),
         ("ssl", "x"),
+        # secrets never go into the ConfigMap
+        ("sasl.password", "x"),
+        ("ssl.password", "x"),
+        ("http.auth.token", "x"),
+        ("sasl.jaas.config", "x"),
     ],
 )
 def test_schema_rejects_bad_values_and_unknown_keys(key: str, value: object) -> None:

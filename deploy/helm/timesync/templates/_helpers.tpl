@@ -82,3 +82,8 @@ Fails early, naming the key, when a required key is missing or replicas cannot s
 {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* The Secret holding the acting endpoints' token: the user's, or the one the chart generates. */}}
+{{- define "timesync.httpAuthSecret" -}}
+{{- default (printf "%s-http-auth" (include "timesync.fullname" .)) .Values.httpAuth.existingSecret }}
+{{- end }}
