@@ -1,10 +1,16 @@
 """An Avro reader that decodes only the field the timestamp extractor reads.
 
 From the writer schema (the one the registry holds for a record's schema id) and the extractor's
-dotted path, :func:`avro_time_reader` builds a *projected reader schema*: the chain of records
-down to the path, each keeping only the one field on it. Avro's schema resolution then skips
-every other field of the writer's record without building it (fastavro's compiled reader does
-the skipping), so a record costs what its path costs, not what its whole value costs.
+dotted path, :func:`avro_time_reader` checks that the path leads to a time and compiles a *skip
+plan* (:mod:`sidecar.formats.avro_plan`): it steps over the fields written before the path and
+reads the one field, in C (``_avro_plan.pyx``), never touching what follows.
+
+Measured on a 222 B order with the time as its last field (2 cores, under load): fastavro with a
+*projected reader schema* (the chain of records down to the path, one field each) cost 7.7 µs a
+record, no less than its full decode (7.4 µs): its schema resolution still walks every skipped
+value in Python-level reader calls. The plan costs a fraction of a microsecond. The projected
+reader stays as the fallback for the one case a plan cannot cover: a recursive type (a record
+containing itself) among the skipped fields.
 
 Logical types are read as what they are: ``timestamp-millis`` and ``timestamp-micros`` are times
 in ms and µs whatever unit the extractor names; the reader schema asks for the plain ``long``
@@ -22,7 +28,13 @@ from typing import Any
 import fastavro
 import orjson
 
+from sidecar.formats.avro_plan import READ_LONG, NoPlan, compile_plan, run_plan
 from sidecar.formats.timevalues import Kind, TimeValueError, Unit, to_millis
+
+try:
+    from sidecar.formats._avro_plan import CompiledPlan
+except ImportError:  # built without a C compiler: the plan runs in Python (same result, slower)
+    CompiledPlan = None  # type: ignore[assignment,misc]
 
 _PRIMITIVE_TIMES = {"int", "long", "float", "double", "string"}
 _LOGICAL: dict[str, Kind] = {"timestamp-millis": "millis", "timestamp-micros": "micros"}
@@ -33,8 +45,46 @@ class SchemaError(ValueError):
     """The writer schema cannot give the extractor's field; the message says why (one line)."""
 
 
+class PlannedAvroReader:
+    """Event time of Avro bodies written with one writer schema, read by a skip plan."""
+
+    __slots__ = ("_divisor", "_plan", "_read", "field", "kind", "unit")
+
+    def __init__(self, plan: tuple[int, ...], path: Sequence[str], kind: Kind, unit: Unit) -> None:
+        self._plan = plan
+        native = CompiledPlan(plan) if CompiledPlan is not None else None
+        self._read = native.read if native is not None else self._read_python
+        self.kind: Kind = kind
+        self.unit: Unit = unit
+        self.field = ".".join(path)
+        # The common cases, a long in ms or µs, skip the general conversion: 1 ms or 1000 µs
+        # per ms (0: always the general path).
+        long_field = plan[-1] == READ_LONG
+        if long_field and (kind == "millis" or (kind == "plain" and unit == "ms")):
+            self._divisor = 1
+        elif long_field and (kind == "micros" or (kind == "plain" and unit == "us")):
+            self._divisor = 1000
+        else:
+            self._divisor = 0
+
+    def _read_python(self, value: bytes, start: int) -> object:
+        return run_plan(self._plan, value, start)
+
+    def millis(self, value: bytes, start: int = 0) -> int:
+        """Event time of the body at ``value[start:]``; :class:`TimeValueError` or
+        :class:`~sidecar.formats.avro_plan.PlanError` when it has none."""
+        node = self._read(value, start)
+        divisor = self._divisor
+        if divisor and type(node) is int and node >= 0:
+            return node if divisor == 1 else node // divisor
+        if node is None:
+            raise TimeValueError(f"field {self.field} is null")
+        return to_millis(node, self.kind, self.unit, self.field)
+
+
 class AvroTimeReader:
-    """Event time of Avro bodies written with one writer schema."""
+    """Event time of Avro bodies written with one writer schema, read by fastavro through a
+    reader schema projected to the path (the fallback when no plan exists)."""
 
     __slots__ = ("_path", "_reader", "_writer", "field", "kind", "unit")
 
@@ -46,10 +96,12 @@ class AvroTimeReader:
         self.unit: Unit = unit
         self.field = ".".join(path)
 
-    def millis(self, body: memoryview | bytes) -> int:
-        """Event time of one body; :class:`TimeValueError` (or fastavro's own errors on a body
-        that does not decode) when it has none."""
-        node: Any = fastavro.schemaless_reader(io.BytesIO(body), self._writer, self._reader)
+    def millis(self, value: bytes, start: int = 0) -> int:
+        """Event time of the body at ``value[start:]``; :class:`TimeValueError` (or fastavro's
+        own errors on a body that does not decode) when it has none."""
+        node: Any = fastavro.schemaless_reader(
+            io.BytesIO(memoryview(value)[start:]), self._writer, self._reader
+        )
         for part in self._path:
             if node is None:
                 raise TimeValueError(f"field {self.field} is null (at {part})")
@@ -59,7 +111,7 @@ class AvroTimeReader:
         return to_millis(node, self.kind, self.unit, self.field)
 
 
-def avro_time_reader(schema_text: str, path: Sequence[str], unit: Unit) -> AvroTimeReader:
+def avro_time_reader(schema_text: str, path: Sequence[str], unit: Unit) -> PlannedAvroReader | AvroTimeReader:
     """The reader for ``path`` in the writer schema ``schema_text``; :class:`SchemaError` when
     the schema has no such field or its type is no time."""
     try:
@@ -69,6 +121,13 @@ def avro_time_reader(schema_text: str, path: Sequence[str], unit: Unit) -> AvroT
     named = _named_types(writer, None, {})
     writer = _without_logical_types(copy.deepcopy(writer))
     reader, kind = _project(orjson.loads(schema_text), path, [], named)
+    try:
+        fastavro.parse_schema(writer)  # the registry may hold a schema that is not valid Avro
+        return PlannedAvroReader(compile_plan(orjson.loads(schema_text), path, named), path, kind, unit)
+    except NoPlan:
+        pass
+    except Exception as e:  # fastavro raises several types for a bad schema
+        raise SchemaError(f"schema is not valid Avro: {e}") from None
     try:
         writer_parsed = fastavro.parse_schema(writer)
         reader_parsed = fastavro.parse_schema(reader)

@@ -59,9 +59,10 @@ class ProtobufTimeReader:
         self.unit: Unit = unit
         self.field = ".".join(self._names)
 
-    def millis(self, body: bytes) -> int:
-        """Event time of one body; :class:`TimeValueError` or ``DecodeError`` when it has none."""
-        node = self._cls.FromString(body)
+    def millis(self, value: bytes, start: int = 0) -> int:
+        """Event time of the body at ``value[start:]``; :class:`TimeValueError` or
+        ``DecodeError`` when it has none."""
+        node = self._cls.FromString(value[start:] if start else value)
         for name, check in zip(self._names, self._check, strict=True):
             if check and not node.HasField(name):
                 raise TimeValueError(f"field {self.field} is not set (at {name})")

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sidecar.formats.avro import SchemaError, avro_time_reader
+from sidecar.formats.avro_plan import PlanError
 from sidecar.formats.timevalues import TimeValueError
 from tests.unit.formats.avro_data import ORDER_V1, ORDER_V2, encode, order, text
 
@@ -106,5 +107,5 @@ def test_local_timestamps_have_no_zone_and_are_refused() -> None:
 
 def test_a_truncated_body_does_not_decode() -> None:
     body = encode(ORDER_V1, order(1000))
-    with pytest.raises(EOFError):
+    with pytest.raises(PlanError, match="body ends inside"):
         avro_time_reader(text(ORDER_V1), ["meta", "ts"], "ms").millis(body[:-3])
