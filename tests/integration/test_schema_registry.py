@@ -323,3 +323,41 @@ async def test_a_registry_away_mid_run_degrades_health_dead_letters_nothing_and_
         await asyncio.sleep(0.3)
     assert await kafka_io.read_topics(bootstrap, [dlq], timeout_s=3) == []
     assert await process.stop() == 0
+
+
+async def test_refused_registry_credentials_stop_the_sidecar_with_one_line(
+    bootstrap: str, topic_name: Callable[[str], str], sidecar: StartSidecar
+) -> None:
+    from aiohttp import web
+
+    async def refuse(request: web.Request) -> web.Response:
+        return web.Response(status=401, text='{"message": "Unauthorized"}')
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", refuse)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/apis/ccompat/v7"
+    try:
+        src, out = topic_name("in"), topic_name("out")
+        await kafka_io.create_topics(bootstrap, [TopicSpec(src)])
+        await produce(
+            bootstrap, src, [(0, frame(1, avro_body(avro_schema(1), order(1, 1000))))], create_time=1000
+        )
+        process = await sidecar(
+            [src],
+            out,
+            timestamp_extractor="avro:meta.ts",
+            schema_registry_url=url,
+            schema_registry_basic_auth_user_info="svc:wrong-password",
+        )
+        assert await process.wait(60) == 1
+    finally:
+        await runner.cleanup()
+    log = process.log_path.read_text()
+    expected = f"the schema registry at {url} refused the credentials (401)"
+    assert [line for line in log.splitlines() if expected in line] != []
+    assert "Traceback" not in log
+    assert "wrong-password" not in log
