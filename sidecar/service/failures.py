@@ -53,7 +53,7 @@ from sidecar.registry.client import RegistryRefusedError
 
 if TYPE_CHECKING:
     from sidecar.config import SidecarConfig
-    from sidecar.service.supervisor import RunControl
+    from sidecar.service.run_state import RunControl
 
 log = logging.getLogger("timesync")
 
@@ -359,11 +359,7 @@ def describe(error: BaseException) -> str:
 
 
 def decide(
-    error: BaseException,
-    phase: Phase,
-    guarantee: Guarantee,
-    grouping: Grouping,
-    **context: str,
+    error: BaseException, phase: Phase, guarantee: Guarantee, grouping: Grouping, **context: str
 ) -> Decision:
     """The first row that matches; an error no row matches is not the sidecar's to handle
     (a bug, a ``KeyboardInterrupt``): it is re-raised."""
