@@ -346,9 +346,10 @@ async def test_refused_registry_credentials_stop_the_sidecar_with_one_line(
         await produce(
             bootstrap, src, [(0, frame(1, avro_body(avro_schema(1), order(1, 1000))))], create_time=1000
         )
-        process = await sidecar(
+        process = await sidecar(  # it may be gone before it ever answers /healthz: do not wait for that
             [src],
             out,
+            wait=None,
             timestamp_extractor="avro:meta.ts",
             schema_registry_url=url,
             schema_registry_basic_auth_user_info="svc:wrong-password",
