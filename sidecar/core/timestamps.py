@@ -251,9 +251,8 @@ def parse_extractor(spec: str) -> TimestampExtractor:
     if spec == "record":
         return RecordTimestamp()
     if spec.startswith(("avro:", "protobuf:")):
-        from sidecar.formats.extractor import (
-            parse_schema_extractor,
-        )  # loads fastavro/protobuf only when asked
+        # Imported here: fastavro and protobuf load only for a sidecar that reads them.
+        from sidecar.formats.extractor import parse_schema_extractor
 
         return parse_schema_extractor(spec)
     kind, _, rest = spec.partition(":")
