@@ -112,6 +112,34 @@ class SidecarConfig(BaseSettings):
     sasl_username: str = ""
     sasl_password: SecretStr = SecretStr("")
 
+    # --- Schema Registry (the avro: and protobuf: extractors), keys as Confluent's clients name them.
+    schema_registry_url: str = ""
+    # "user:password" for HTTP basic auth; or a bearer token. Secrets: never logged or shown.
+    schema_registry_basic_auth_user_info: SecretStr = SecretStr("")
+    schema_registry_bearer_auth_token: SecretStr = SecretStr("")
+    schema_registry_ssl_cafile: str = ""
+
+    @model_validator(mode="after")
+    def _schema_registry(self) -> SidecarConfig:
+        reads_registry = self.timestamp_extractor.startswith(("avro:", "protobuf:"))
+        if reads_registry and not self.schema_registry_url:
+            kind = self.timestamp_extractor.partition(":")[0]
+            raise ValueError(
+                f"timestamp.extractor={kind}:... needs schema.registry.url (its schemas come from there)"
+            )
+        url = self.schema_registry_url
+        if url and not url.startswith(("http://", "https://")):
+            raise ValueError(f"schema.registry.url {url!r} must start with http:// or https://")
+        if (
+            self.schema_registry_basic_auth_user_info.get_secret_value()
+            and self.schema_registry_bearer_auth_token.get_secret_value()
+        ):
+            raise ValueError(
+                "schema.registry.basic.auth.user.info and schema.registry.bearer.auth.token are both "
+                "set; give one"
+            )
+        return self
+
     #: Set by load_config() for the duration of one load: the file, --set and env layers.
     _layers: ClassVar[tuple[dict[str, Any], dict[str, Any], Mapping[str, str]]] = ({}, {}, {})
 

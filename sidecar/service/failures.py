@@ -49,6 +49,7 @@ from sidecar.core.deadletters import DeadLetterRatioExceeded
 from sidecar.core.timestamps import InvalidTimestampError, RefusedTimestampError
 from sidecar.kafka.admin import AdminError
 from sidecar.kafka.clients import ClientStartError
+from sidecar.registry.client import RegistryRefusedError
 
 if TYPE_CHECKING:
     from sidecar.config import SidecarConfig
@@ -190,6 +191,13 @@ RULES: tuple[Rule, ...] = (
         Action.FATAL,
         "{error}",
         "A bad deploy must not route the whole stream to the dead letter queue.",
+    ),
+    Rule(
+        (RegistryRefusedError,),
+        _ALL,
+        Action.FATAL,
+        "{error}",
+        "The schema registry refuses the credentials: every retry would be refused again.",
     ),
     Rule(
         NOT_RESTARTABLE,
@@ -342,7 +350,9 @@ def describe(error: BaseException) -> str:
     """An error as one line, with its type's name (aiokafka's messages often lack it)."""
     if isinstance(error, asyncio.CancelledError):
         return "CancelledError"
-    if isinstance(error, (*SETUP_ERRORS, InvalidTimestampError, DeadLetterRatioExceeded)):
+    if isinstance(
+        error, (*SETUP_ERRORS, InvalidTimestampError, DeadLetterRatioExceeded, RegistryRefusedError)
+    ):
         return str(error)  # our own errors: their message is the sentence
     text = str(error) or type(error).__name__
     return text if type(error).__name__ in text else f"{type(error).__name__}: {text}"
