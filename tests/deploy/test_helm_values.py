@@ -101,7 +101,7 @@ def test_the_contract_here_matches_the_sidecars_own_config_model() -> None:
     from sidecar.config import KEYS
 
     own = {k for k in KEYS if not k.startswith(PASSTHROUGH_PREFIXES) and k not in SECRET_KEYS}
-    assert own == CONFIG_KEYS, "a key was added to or removed from sidecar/config.py: update the chart"
+    assert own == CONFIG_KEYS, "a key was added to or removed from sidecar/config/model.py: update the chart"
 
 
 def test_chart_pod_templates_turn_service_links_off() -> None:
