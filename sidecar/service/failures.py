@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from aiokafka.errors import (
     ClusterAuthorizationFailedError,
@@ -50,12 +49,6 @@ from sidecar.core.timestamps import InvalidTimestampError, RefusedTimestampError
 from sidecar.kafka.admin import AdminError
 from sidecar.kafka.clients import ClientStartError
 from sidecar.registry.client import RegistryRefusedError
-
-if TYPE_CHECKING:
-    from sidecar.config import SidecarConfig
-    from sidecar.service.run_state import RunControl
-
-log = logging.getLogger("timesync")
 
 Guarantee = Literal["at_least_once", "exactly_once_v2"]
 Grouping = Literal["single", "partition"]
@@ -368,42 +361,3 @@ def decide(
             fields = {"task": "?", "txn_id": "?", "group": "?", "topic": "?", "bound": "?", **context}
             return Decision(rule.action, rule.message.format(error=describe(error), **fields), rule)
     raise error
-
-
-class ErrorHandler:
-    """Applies the table: judges an error and acts on the run state (fail, restart) or logs it.
-
-    The caller keeps only what is local to it (forgetting a lost task's transaction, putting
-    offsets back for a later commit), guided by the :class:`Action` returned.
-    """
-
-    def __init__(self, control: RunControl, config: SidecarConfig) -> None:
-        self.control = control
-        self.guarantee: Guarantee = config.processing_guarantee
-        self.grouping: Grouping = config.task_grouping
-        timeout = config.delivery_timeout_ms
-        self.context = {
-            "group": config.effective_group_id,
-            "topic": config.output_topic,
-            "bound": "max" if timeout >= 2**63 - 1 else str(timeout),
-        }
-
-    def handle(self, error: BaseException, phase: Phase, **context: str) -> Action:
-        """Judge ``error`` and act: fail or restart the run, or log; a fault being retried (a
-        restart, a failed commit) also shows as degraded health until the cluster answers."""
-        decision = decide(error, phase, self.guarantee, self.grouping, **{**self.context, **context})
-        action = decision.action
-        health = self.control.health
-        if action is Action.FATAL:
-            self.control.fail(decision.message)
-        elif action is Action.RESTART:
-            self.control.restart(decision.message)
-            if health is not None:
-                health.degraded(f"restarting from the committed offsets: {decision.message}")
-        elif action is Action.TASK_LOST:
-            log.info("%s", decision.message)
-        elif decision.message:
-            log.warning("%s", decision.message)
-            if health is not None and phase is not Phase.CLOSE:
-                health.degraded(decision.message)
-        return action

@@ -50,7 +50,8 @@ from sidecar.registry.client import RegistryRefusedError
 from sidecar.service import claim
 from sidecar.service.context import StartContext
 from sidecar.service.delivery import make_delivery
-from sidecar.service.failures import CLIENT_ERRORS, SETUP_ERRORS, ErrorHandler, Phase
+from sidecar.service.error_handler import ErrorHandler
+from sidecar.service.failures import CLIENT_ERRORS, SETUP_ERRORS, Phase
 from sidecar.service.fetch import InputFeed
 from sidecar.service.health import Health
 from sidecar.service.metrics import Metrics

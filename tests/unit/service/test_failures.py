@@ -28,7 +28,8 @@ from sidecar.core.timestamps import InvalidTimestampError, RefusedTimestampError
 from sidecar.kafka.admin import AdminError
 from sidecar.kafka.clients import ClientStartError
 from sidecar.registry.client import RegistryRefusedError
-from sidecar.service.failures import RULES, Action, ErrorHandler, Phase, decide, describe, is_retriable
+from sidecar.service.error_handler import ErrorHandler
+from sidecar.service.failures import RULES, Action, Phase, decide, describe, is_retriable
 from sidecar.service.health import Health
 from sidecar.service.run_state import Failed, Restarting, RunControl
 
