@@ -9,6 +9,12 @@ MVN    ?= mvn
 STAMP_PY   := $(VENV)/.installed
 STAMP_JARS := .cache/jars/.fetched
 STAMP_PROM := .cache/tools/.prometheus
+# timesync's suppress operator (a Spark StatefulProcessor in Java), built against the Spark
+# version its pom pins (= pyspark's) and put beside the connector jars, where timesync-spark
+# looks for it (spark_consumer/session.py).
+OPERATOR_POM := operators/suppress/pom.xml
+SPARK_VERSION := $(shell sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' $(OPERATOR_POM))
+OPERATOR_JAR := .cache/jars/operator/timesync-suppress-operator-$(SPARK_VERSION).jar
 POMS := deploy/local/pom.xml deploy/local/broker/pom.xml deploy/local/spark/pom.xml
 PYTEST_ARGS ?=
 
@@ -34,8 +40,13 @@ $(STAMP_JARS): $(POMS)
 	$(MVN) -q -B -f deploy/local/pom.xml dependency:copy-dependencies
 	@mkdir -p $(dir $@) && touch $@
 
+$(OPERATOR_JAR): $(OPERATOR_POM) $(shell find operators/suppress/src -name '*.java')
+	@command -v $(MVN) >/dev/null || { echo "mvn not found: install Apache Maven (the suppress operator is built with it)" >&2; exit 1; }
+	$(MVN) -q -B -f $(OPERATOR_POM) package
+	@mkdir -p $(dir $@) && cp operators/suppress/target/$(notdir $@) $@
+
 venv: $(STAMP_PY)
-jars: $(STAMP_JARS)
+jars: $(STAMP_JARS) $(OPERATOR_JAR)
 
 # Prometheus and promtool (Debian's `prometheus` package, 2.42): the alert rules' checks and the
 # test that scrapes a running sidecar and runs the dashboard's queries. Installed with apt-get
@@ -54,13 +65,13 @@ $(STAMP_PROM):
 prometheus: $(STAMP_PROM)
 
 # Lint first: CI holds the style and the types as it holds the tests.
-test: lint $(STAMP_PY) $(STAMP_JARS) $(STAMP_PROM)
+test: lint $(STAMP_PY) $(STAMP_JARS) $(OPERATOR_JAR) $(STAMP_PROM)
 	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_ARGS)
 
 # The fault tests (tests/faults) at the size of the reliability issue: 200,000 records, 12 kill -9
 # restarts, a 50 s broker outage, and on a local three-broker cluster rolling restarts, leader and
 # coordinator kills and random outages (~20 min). `make test` runs them small. Prints each run's figures.
-test-chaos: $(STAMP_PY) $(STAMP_JARS)
+test-chaos: $(STAMP_PY) $(STAMP_JARS) $(OPERATOR_JAR)
 	FAULTS_SIZE=full $(PY) -m pytest tests/faults -rP $(PYTEST_ARGS)
 
 lint: $(STAMP_PY)
@@ -72,7 +83,7 @@ format: $(STAMP_PY)
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
-demo: $(STAMP_PY) $(STAMP_JARS)
+demo: $(STAMP_PY) $(STAMP_JARS) $(OPERATOR_JAR)
 	$(PY) -m bench.demo
 
 # The benchmark (bench/README.md): every system and setting on every workload, about 40 minutes on 2 cores (37 min on 2026-11-25).
@@ -80,7 +91,7 @@ demo: $(STAMP_PY) $(STAMP_JARS)
 # then rewrites the generated figure blocks of the READMEs (python -m bench readme; a quick run's
 # results are refused there).
 BENCH_ARGS ?=
-bench: $(STAMP_PY) $(STAMP_JARS)
+bench: $(STAMP_PY) $(STAMP_JARS) $(OPERATOR_JAR)
 	$(PY) -m bench run $(BENCH_ARGS)
 	$(PY) -m bench readme --results results/results.json
 
