@@ -7,6 +7,7 @@ source and returns a :class:`JobOutput` ready for a sink.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -18,7 +19,10 @@ class JobOutput:
 
     ``frame`` has a string ``key`` and a BIGINT ``ts`` (epoch ms, the output event time) among
     its columns; ``output_mode`` is the Structured Streaming output mode it needs.
+    ``check_checkpoint``, when set, is called with the checkpoint directory before the query
+    starts and raises when the job cannot resume from it (its message says why and what to do).
     """
 
     frame: DataFrame
     output_mode: str
+    check_checkpoint: Callable[[str], None] | None = None
