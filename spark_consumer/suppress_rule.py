@@ -25,6 +25,7 @@ watermark (Spark 4.2 fires a timer when ``expiry <= watermark``). Per key:
 - **Retention.** An evicted key's timer is armed at horizon + TTL + retention; when it fires
   the key is *forgotten* (counted), and a later record for it starts afresh. A record for an
   evicted key before then brings it back (its timer becomes a TTL timer again).
+- A NULL key (a record without one) is a key like any other.
 - A timer is never armed at or below the current watermark (Spark would fire it at once):
   it goes to watermark + 1 instead, so a key far behind expires at the next advance.
 """
@@ -81,7 +82,7 @@ class KeyState:
 class Final:
     """A window's final result for a key, emitted once."""
 
-    key: str
+    key: str | None
     window_start: int
     window_end: int
     aggregates: tuple[Aggregate, ...]
@@ -91,8 +92,9 @@ class Final:
 
 @dataclass(frozen=True, slots=True)
 class BatchResult:
-    """What one micro-batch produced: finals (input keys first, in batch order of first
-    appearance, then fired timers by key), records dropped as late, keys forgotten."""
+    """What one micro-batch produced: finals (those of the keys with records first, then those
+    of fired timers; the order across keys is not part of the rule), records dropped as late,
+    keys forgotten."""
 
     finals: tuple[Final, ...]
     late: int
@@ -112,7 +114,7 @@ class SuppressRule:
     # --- one key -------------------------------------------------------------------------------
 
     def on_records(
-        self, key: str, state: KeyState | None, records: Sequence[Record], watermark: int
+        self, key: str | None, state: KeyState | None, records: Sequence[Record], watermark: int
     ) -> tuple[KeyState, list[Final], int]:
         """A key's records of one batch (Kafka order, at least one) → its new state, the
         finals they close and how many records were late."""
@@ -154,7 +156,7 @@ class SuppressRule:
         return KeyState(stream_time, timer, windows, seen), finals, late
 
     def on_timer(
-        self, key: str, state: KeyState, watermark: int, had_records: bool
+        self, key: str | None, state: KeyState, watermark: int, had_records: bool
     ) -> tuple[KeyState | None, list[Final]]:
         """The key's timer fired (it was at or below ``watermark``) → its new state (``None``:
         forgotten) and the finals an eviction emits. ``had_records``: the key had records in
@@ -173,11 +175,11 @@ class SuppressRule:
     # --- one micro-batch -----------------------------------------------------------------------
 
     def run_batch(
-        self, states: dict[str, KeyState], batch: Sequence[tuple[str, Record]], watermark: int
+        self, states: dict[str | None, KeyState], batch: Sequence[tuple[str | None, Record]], watermark: int
     ) -> BatchResult:
         """One micro-batch: ``batch`` is (key, record) in Kafka order, ``watermark`` the batch's
         event-time watermark. Updates ``states`` in place (a key absent is unknown)."""
-        by_key: dict[str, list[Record]] = {}
+        by_key: dict[str | None, list[Record]] = {}
         for key, record in batch:
             by_key.setdefault(key, []).append(record)
         finals: list[Final] = []
@@ -186,7 +188,7 @@ class SuppressRule:
             states[key], emitted, dropped = self.on_records(key, states.get(key), records, watermark)
             finals += emitted
             late += dropped
-        for key in sorted(k for k, s in states.items() if s.timer <= watermark):
+        for key in [k for k, s in states.items() if s.timer <= watermark]:
             after, emitted = self.on_timer(key, states[key], watermark, key in by_key)
             finals += emitted
             if after is None:
@@ -227,5 +229,5 @@ class SuppressRule:
         return Window(window.end, max(window.ts, record.ts), tuple(accs))
 
     @staticmethod
-    def _final(key: str, start: int, window: Window, closed_by: str) -> Final:
+    def _final(key: str | None, start: int, window: Window, closed_by: str) -> Final:
         return Final(key, start, window.end, window.accs, window.ts, closed_by)

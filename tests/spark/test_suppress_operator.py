@@ -32,7 +32,7 @@ from tests.spark.ordered_topic import OrderedRecord, Stamper
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 
 T0 = 1_000
-KEYS = "ABC"
+KEYS = ("A", "B", None)  # None: a record without a key
 AGGS = (AggSpec("count"), AggSpec("max", "reading"))
 READING = StructType([StructField("reading", DoubleType())])
 
@@ -67,7 +67,7 @@ KNOWN = [
     ("replay", 3),
     ("expiry", "A"),
     ("restart",),
-    ("records", [("A", 7), ("C", 40), ("B", 2)]),
+    ("records", [("A", 7), ("C", 40), ("B", 2), (None, 41)]),
     ("heartbeat", 35),
     ("records", [("A", 100), ("C", 41)]),
     ("heartbeat", 40),
@@ -88,8 +88,9 @@ def test_the_operator_emits_what_the_rule_emits(
 ) -> None:
     s = stream(lambda src: suppress.build(spark, src, options), watermark_delay_ms=0)
     stamp = Stamper()
-    sent: list[tuple[str | None, OrderedRecord, int]] = []  # (key, record, source offset) by Kafka offset
-    last_ts: dict[str, int] = {}
+    # (key, record, source offset; -1 for a heartbeat), by Kafka offset
+    sent: list[tuple[str | None, OrderedRecord, int]] = []
+    last_ts: dict[str | None, int] = {}
     for step in steps:
         if step[0] == "restart":
             s.restart()
@@ -101,7 +102,7 @@ def test_the_operator_emits_what_the_rule_emits(
                 batch.append((key, stamp.record(T0 + dt, {"reading": dt % 7}, key), offset))
                 last_ts[key] = max(last_ts.get(key, 0), T0 + dt)
         elif step[0] == "replay":
-            data = [r for r in sent if r[0] is not None][-step[1] :]
+            data = [r for r in sent if r[2] >= 0][-step[1] :]
             batch = [(k, stamp.record(r.timestamp, r.value, k, offset=o), o) for k, r, o in data]
         else:
             top = max([T0, *(r.timestamp for _, r, _ in sent)])
@@ -131,7 +132,7 @@ def play(
     """Each micro-batch Spark ran, played through the rule: batch id → (rule's finals, rule's
     late, rule's forgotten, the operator's (late, forgotten) from the observed metrics)."""
     rule = SuppressRule(options.window, options.grace_ms, options.ttl_ms, options.retention_ms, AGGS)
-    states: dict[str, KeyState] = {}
+    states: dict[str | None, KeyState] = {}
     out = {}
     by_batch = {int(p.batchId): p for p in progress}  # a batch run again after a restart: once
     for batch_id in sorted(by_batch):
@@ -141,7 +142,7 @@ def play(
         batch = [
             (key, Record(("in", 0, o), r.timestamp, (None, float(json.loads(r.value)["reading"]))))
             for key, r, o in sent[start:end]
-            if key is not None
+            if o >= 0
         ]
         result = rule.run_batch(states, batch, _ms(p.eventTime.get("watermark")))
         metrics = (p.observedMetrics or {}).get(OBSERVATION)

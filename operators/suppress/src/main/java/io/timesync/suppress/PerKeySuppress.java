@@ -23,11 +23,12 @@ import scala.jdk.javaapi.CollectionConverters;
  * states the rule); this class must give the same finals and counts, record for record, which
  * {@code tests/spark/test_suppress_operator.py} checks.
  *
- * <p>Input rows (see {@link Columns}): key, ts, replay identity, Kafka position, one DOUBLE per
- * aggregation. Output rows: the layout of {@code output_schema} in {@code jobs/suppress.py}
+ * <p>Grouped by a one-field row holding the key (a NULL key is a key like any other, and Spark's
+ * grouping key itself must not be null). Input rows (see {@link Columns}): key, ts, replay
+ * identity, Kafka position, one DOUBLE per aggregation. Output rows: the layout of {@code output_schema} in {@code jobs/suppress.py}
  * ({@code kind} = {@code final}, {@code late} with a count, or {@code forgotten}).
  */
-final class PerKeySuppress extends StatefulProcessor<String, Row, Row> {
+final class PerKeySuppress extends StatefulProcessor<Row, Row, Row> {
   private static final long serialVersionUID = 1L;
   static final String STREAM_TIME = "stream-time";
   static final String TTL = "ttl";
@@ -62,7 +63,8 @@ final class PerKeySuppress extends StatefulProcessor<String, Row, Row> {
 
   @Override
   public scala.collection.Iterator<Row> handleInputRows(
-      String key, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
+      Row grouping, scala.collection.Iterator<Row> rows, TimerValues timerValues) {
+    String key = grouping.getString(0);
     List<Row> batch = inKafkaOrder(rows);
     long watermark = timerValues.getCurrentWatermarkInMs();
     KeyState saved = state.exists() ? KeyState.read(state.get(), spec.aggs.length) : null;
@@ -127,7 +129,8 @@ final class PerKeySuppress extends StatefulProcessor<String, Row, Row> {
 
   @Override
   public scala.collection.Iterator<Row> handleExpiredTimer(
-      String key, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
+      Row grouping, TimerValues timerValues, ExpiredTimerInfo expiredTimerInfo) {
+    String key = grouping.getString(0);
     List<Row> out = new ArrayList<>();
     long watermark = timerValues.getCurrentWatermarkInMs();
     KeyState s = KeyState.read(state.get(), spec.aggs.length);

@@ -4,6 +4,7 @@ import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.streaming.TimeMode;
 import org.apache.spark.sql.types.StructType;
@@ -16,10 +17,14 @@ public final class SuppressOperator {
   /** The state layout's version, which the Python side checks checkpoints against. */
   public static final String STATE_VARIABLE = KeyState.VARIABLE;
 
+  /** The grouping key: a row, so that a NULL key groups like any other key. */
+  private static final StructType KEY = StructType.fromDDL("key STRING");
+
   private SuppressOperator() {}
 
   /**
-   * Per-key suppression of {@code inputs}, grouped by its first column (the key, STRING).
+   * Per-key suppression of {@code inputs}, grouped by its first column (the key, STRING, NULL
+   * included).
    *
    * @param inputs columns key, ts, source_topic, source_partition, source_offset, kafka_partition,
    *     kafka_offset, then one DOUBLE per aggregation, in that order
@@ -41,7 +46,7 @@ public final class SuppressOperator {
         new SuppressSpec(sizeMs, stepMs, graceMs, ttlMs, retentionMs, SuppressSpec.parseAggs(aggs));
     StructType output = StructType.fromDDL(outputDdl);
     return inputs
-        .groupByKey((MapFunction<Row, String>) r -> r.getString(0), Encoders.STRING())
+        .groupByKey((MapFunction<Row, Row>) r -> RowFactory.create(r.getString(0)), Encoders.row(KEY))
         .transformWithState(
             new PerKeySuppress(spec), TimeMode.EventTime(), OutputMode.Append(), Encoders.row(output));
   }
