@@ -47,6 +47,8 @@ $(OPERATOR_JAR): $(OPERATOR_POM) $(shell find operators/suppress/src -name '*.ja
 
 venv: $(STAMP_PY)
 jars: $(STAMP_JARS) $(OPERATOR_JAR)
+# Every target that may run `suppress` builds its operator first.
+test test-chaos demo bench: $(OPERATOR_JAR)
 
 # Prometheus and promtool (Debian's `prometheus` package, 2.42): the alert rules' checks and the
 # test that scrapes a running sidecar and runs the dashboard's queries. Installed with apt-get
@@ -65,13 +67,13 @@ $(STAMP_PROM):
 prometheus: $(STAMP_PROM)
 
 # Lint first: CI holds the style and the types as it holds the tests.
-test: lint $(STAMP_PY) $(STAMP_JARS) $(OPERATOR_JAR) $(STAMP_PROM)
+test: lint $(STAMP_PY) $(STAMP_JARS) $(STAMP_PROM)
 	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_ARGS)
 
 # The fault tests (tests/faults) at the size of the reliability issue: 200,000 records, 12 kill -9
 # restarts, a 50 s broker outage, and on a local three-broker cluster rolling restarts, leader and
 # coordinator kills and random outages (~20 min). `make test` runs them small. Prints each run's figures.
-test-chaos: $(STAMP_PY) $(STAMP_JARS) $(OPERATOR_JAR)
+test-chaos: $(STAMP_PY) $(STAMP_JARS)
 	FAULTS_SIZE=full $(PY) -m pytest tests/faults -rP $(PYTEST_ARGS)
 
 lint: $(STAMP_PY)
@@ -83,7 +85,7 @@ format: $(STAMP_PY)
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
-demo: $(STAMP_PY) $(STAMP_JARS) $(OPERATOR_JAR)
+demo: $(STAMP_PY) $(STAMP_JARS)
 	$(PY) -m bench.demo
 
 # The benchmark (bench/README.md): every system and setting on every workload, about 40 minutes on 2 cores (37 min on 2026-11-25).
@@ -91,7 +93,7 @@ demo: $(STAMP_PY) $(STAMP_JARS) $(OPERATOR_JAR)
 # then rewrites the generated figure blocks of the READMEs (python -m bench readme; a quick run's
 # results are refused there).
 BENCH_ARGS ?=
-bench: $(STAMP_PY) $(STAMP_JARS) $(OPERATOR_JAR)
+bench: $(STAMP_PY) $(STAMP_JARS)
 	$(PY) -m bench run $(BENCH_ARGS)
 	$(PY) -m bench readme --results results/results.json
 
