@@ -9,12 +9,6 @@ MVN    ?= mvn
 STAMP_PY   := $(VENV)/.installed
 STAMP_JARS := .cache/jars/.fetched
 STAMP_PROM := .cache/tools/.prometheus
-# timesync's suppress operator (a Spark StatefulProcessor in Java), built against the Spark
-# version its pom pins (= pyspark's) and put beside the connector jars, where timesync-spark
-# looks for it (spark_consumer/session.py).
-OPERATOR_POM := operators/suppress/pom.xml
-SPARK_VERSION := $(shell sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' $(OPERATOR_POM))
-OPERATOR_JAR := .cache/jars/operator/timesync-suppress-operator-$(SPARK_VERSION).jar
 POMS := deploy/local/pom.xml deploy/local/broker/pom.xml deploy/local/spark/pom.xml
 PYTEST_ARGS ?=
 
@@ -40,6 +34,12 @@ $(STAMP_JARS): $(POMS)
 	$(MVN) -q -B -f deploy/local/pom.xml dependency:copy-dependencies
 	@mkdir -p $(dir $@) && touch $@
 
+# timesync's suppress operator (a Spark StatefulProcessor in Java), built against the Spark
+# version its pom pins (= pyspark's) and put beside the connector jars, where timesync-spark
+# looks for it (spark_consumer/session.py).
+OPERATOR_POM := operators/suppress/pom.xml
+SPARK_VERSION := $(shell sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' $(OPERATOR_POM))
+OPERATOR_JAR := .cache/jars/operator/timesync-suppress-operator-$(SPARK_VERSION).jar
 $(OPERATOR_JAR): $(OPERATOR_POM) $(shell find operators/suppress/src -name '*.java')
 	@command -v $(MVN) >/dev/null || { echo "mvn not found: install Apache Maven (the suppress operator is built with it)" >&2; exit 1; }
 	$(MVN) -q -B -f $(OPERATOR_POM) package
