@@ -12,13 +12,13 @@ driver JVM reads them once:
   ``operators/suppress`` (``timesync-suppress-operator-<pyspark version>.jar``). It goes on
   ``spark.jars`` from wherever it is found (:func:`find_operator_jar`); when it is nowhere,
   only ``suppress`` fails, with one line that says how to build it.
-- **The Python workers.** ``transformWithStateInPandas`` runs in worker processes that must use
-  the driver's interpreter (the one with pandas, pyarrow and protobuf), so ``PYSPARK_PYTHON`` and
-  ``PYSPARK_DRIVER_PYTHON`` are set to :data:`sys.executable`.
+- **The Python workers.** No job runs Python code in Spark's workers today, but any Python UDF
+  would, and workers must use the driver's interpreter (the one with this package), so
+  ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` are set to :data:`sys.executable`.
 - **Logging.** The driver JVM gets ``log4j2.properties`` from this package (warnings only).
 
 The session also uses the RocksDB state store (large state off the JVM heap, and what
-``transformWithStateInPandas`` is built for), few shuffle partitions (each stateful micro-batch
+``transformWithState`` is built for), few shuffle partitions (each stateful micro-batch
 runs one task per partition; Spark's default of 200 is slow on small machines) and UTC.
 """
 
