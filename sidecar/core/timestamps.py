@@ -82,6 +82,9 @@ class InvalidTimestampError(Exception):
     Carries the record's coordinates so the service can name them in its one-line error.
     """
 
+    #: The exception name a dead letter of this kind carries in its DLQ headers.
+    dead_letter_class = "InvalidTimestampError"
+
     def __init__(self, tp: TopicPartition, offset: int, reason: str) -> None:
         super().__init__(f"invalid timestamp in {tp.topic}[{tp.partition}] at offset {offset}: {reason}")
         self.tp = tp
@@ -92,6 +95,9 @@ class InvalidTimestampError(Exception):
 class RefusedTimestampError(InvalidTimestampError):
     """A record whose event time the output topic's broker would refuse (see
     :class:`BrokerTimestampLimits`), under ``errors.tolerance=none``."""
+
+    #: As the broker names its refusal (the producer's error for the whole batch).
+    dead_letter_class = "InvalidTimestampException"
 
 
 class TimestampExtractor(Protocol):
