@@ -83,10 +83,7 @@ class PartitionGroup:
             _recut(active, ends, records, stamps)
         # Enforced processing starts after the first partition that ran dry and passed.
         enforced_at = len(records) if enforced_key is None else count_upto(active, *enforced_key)
-        taken = draft.add(records, stamps, 0, min(enforced_at, len(records)), True) if enforced_at else 0
-        if taken == enforced_at < len(records):
-            draft.mark_enforced()
-            taken = draft.add(records, stamps, taken, len(records), True)
+        taken = draft.add_merged(records, stamps, enforced_at)
         if taken < len(records):  # stopped at a refused time: it and what follows stay buffered
             records, stamps = records[:taken], stamps[:taken]
             _recut(active, ends, records, stamps)
