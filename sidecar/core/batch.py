@@ -142,25 +142,45 @@ class BatchDraft:
     ) -> None:
         """Records the broker accepts: emitted in order, the late ones as ``late.records`` says."""
         stream_time = self.stream_time
-        if not monotonic or timestamps[start] < stream_time:
-            late = late_positions(timestamps, start, end, stream_time, monotonic)
+        if monotonic:
+            # Non-decreasing: only a prefix can be below the stream time, which it leaves as is.
+            late_end = start
+            if timestamps[start] < stream_time:
+                late_end = bisect_left(timestamps, stream_time, start, end)
+            self._accept_sorted(records, timestamps, range(start, late_end), end)
+            high = timestamps[end - 1]
         else:
-            late = []
-        if not late or self._config.late_records == "forward":
-            self._extend(records, timestamps, start, end)
-            base = len(self.records) - end
-            for j, lost in late:
-                self.late.append(base + j)
-                self.lateness.append(lost)
-        elif monotonic:  # only a prefix is late, and it leaves the stream time as it is
-            for j, lost in late:
-                self._set_aside(records[j], timestamps[j], lost)
-            self._extend(records, timestamps, start + len(late), end)
-        else:
-            self._sift_unsorted(records, timestamps, range(start, end), dict(late))
-        high = timestamps[end - 1] if monotonic else max(timestamps[start:end])
+            late = late_positions(timestamps, start, end, stream_time)
+            if not late or self._config.late_records == "forward":
+                base = len(self.records) - start
+                self._extend(records, timestamps, start, end)
+                for j, lost in late:
+                    self.late.append(base + j)
+                    self.lateness.append(lost)
+            else:
+                self._sift_unsorted(records, timestamps, range(start, end), dict(late))
+            high = max(timestamps[start:end])
         if high > stream_time:
             self.stream_time = high
+
+    def _accept_sorted(
+        self, records: list[InputRecord], timestamps: list[int], late: range, end: int
+    ) -> None:
+        """A sorted run from ``late.start`` to ``end`` whose ``late`` prefix is below the stream time."""
+        policy = self._config.late_records
+        if not late or policy == "forward":
+            if late:
+                first, stream_time = len(self.records), self.stream_time
+                self.late += range(first, first + len(late))
+                self.lateness += [stream_time - t for t in timestamps[late.start : late.stop]]
+            self._extend(records, timestamps, late.start, end)
+            return
+        if policy == "topic":
+            stream_time = self.stream_time
+            self.routed += [Late(records[j], timestamps[j], stream_time - timestamps[j]) for j in late]
+        else:
+            self.dropped_late += len(late)
+        self._extend(records, timestamps, late.stop, end)
 
     def _extend(self, records: list[InputRecord], timestamps: list[int], start: int, end: int) -> None:
         if records is self._owned and not self.records and start == 0 and end == len(records):
