@@ -143,11 +143,11 @@ class BatchDraft:
         """Records the broker accepts: emitted in order, the late ones as ``late.records`` says."""
         stream_time = self.stream_time
         if monotonic:
-            # Non-decreasing: only a prefix can be below the stream time, which it leaves as is.
-            late_end = start
-            if timestamps[start] < stream_time:
-                late_end = bisect_left(timestamps, stream_time, start, end)
-            self._accept_sorted(records, timestamps, range(start, late_end), end)
+            if timestamps[start] >= stream_time:  # the common case: nothing late
+                self._extend(records, timestamps, start, end)
+            else:  # non-decreasing: only a prefix is late, and it leaves the stream time as it is
+                late_prefix = range(start, bisect_left(timestamps, stream_time, start, end))
+                self._accept_sorted(records, timestamps, late_prefix, end)
             high = timestamps[end - 1]
         else:
             late = late_positions(timestamps, start, end, stream_time)
@@ -166,13 +166,13 @@ class BatchDraft:
     def _accept_sorted(
         self, records: list[InputRecord], timestamps: list[int], late: range, end: int
     ) -> None:
-        """A sorted run from ``late.start`` to ``end`` whose ``late`` prefix is below the stream time."""
+        """A sorted run from ``late.start`` to ``end`` whose ``late`` prefix (non-empty) is below
+        the stream time."""
         policy = self._config.late_records
-        if not late or policy == "forward":
-            if late:
-                first, stream_time = len(self.records), self.stream_time
-                self.late += range(first, first + len(late))
-                self.lateness += [stream_time - t for t in timestamps[late.start : late.stop]]
+        if policy == "forward":
+            first, stream_time = len(self.records), self.stream_time
+            self.late += range(first, first + len(late))
+            self.lateness += [stream_time - t for t in timestamps[late.start : late.stop]]
             self._extend(records, timestamps, late.start, end)
             return
         if policy == "topic":
