@@ -5,7 +5,7 @@ act on what it returns. See ``task.py`` for the API and ``readiness.py`` / ``mer
 ``watermarks.py`` / ``commits.py`` for the rules.
 """
 
-from sidecar.core.readiness import IDLE_DISABLED, IDLE_FOREVER, Verdict
+from sidecar.core.readiness import IDLE_AUTO, IDLE_DISABLED, IDLE_FOREVER, Verdict
 from sidecar.core.records import (
     CREATE_TIME,
     LOG_APPEND_TIME,
@@ -29,6 +29,7 @@ from sidecar.core.timestamps import (
 
 __all__ = [
     "CREATE_TIME",
+    "IDLE_AUTO",
     "IDLE_DISABLED",
     "IDLE_FOREVER",
     "LOG_APPEND_TIME",

@@ -37,9 +37,9 @@ arrivals would have come out late. Why this statistic:
   and is exactly reproducible: the same arrivals and clock give the same idle.
 
 The idle is never above ``max.task.idle.budget.ms``. When the percentile is above it, waiting the
-whole budget would keep no more records in order than waiting for the longest gap within it: the idle is the largest needed wait within
-the budget (0 if none), so a producer whose gaps all exceed the budget (one record an hour) is not
-waited for at all.
+whole budget would keep no more records in order than waiting for the longest gap within it: the
+idle is then the largest needed wait within the budget (0 if none), so a producer whose gaps all
+exceed the budget (one record an hour) is not waited for at all.
 
 The wait is counted from the start of the quiet spell, the origin of the gaps it was learnt from,
 not from the moment the task first held something to emit. That is also the rule for a producer
@@ -164,6 +164,13 @@ class IdleLearner:
         g = self._parts[i]
         since = now_ms if g.quiet_since is None else g.quiet_since
         return max(0, since + g.idle_ms - now_ms)
+
+    def basis(self, i: int) -> str:
+        """Where partition ``i``'s idle comes from, in a few words for ``/status``."""
+        g = self._parts[i]
+        if len(g.gaps) < WARM_UP:
+            return f"no gaps learnt yet, so the budget, {self.budget_ms} ms"
+        return f"{g.idle_ms} ms, learnt from {len(g.gaps)} gaps"
 
     def snapshot(self, i: int, now_ms: int) -> dict[str, Any]:
         """What partition ``i`` taught, for ``/status``: its idle now and the gaps behind it."""

@@ -21,8 +21,9 @@ its deadline does not add ``idle`` ms of latency to every later record.
 
 ``max.task.idle.ms`` = ``-1`` turns the rule off (always ready while any partition has data,
 nothing is ever enforced); ``0`` waits for lag knowledge but not a millisecond longer; ``max``
-(any value ≥ 2^63-1) waits forever. A paused partition (backpressure) is not fetched, so its
-lag goes stale: it blocks, and its idle clock is frozen — the time left is restored on resume.
+(any value ≥ 2^63-1) waits forever; ``auto`` waits, per partition, what ``idle_learning.py``
+learnt (the task passes it in). A paused partition (backpressure) is not fetched, so its lag goes
+stale: it blocks, and its idle clock is frozen — the time left is restored on resume.
 
 This module holds the rule for one partition; ``task.py`` applies it across a task.
 """
@@ -37,6 +38,9 @@ from sidecar.core.merge import PartitionState
 IDLE_DISABLED = -1
 #: ``max.task.idle.ms=max``: Long.MAX_VALUE; any value at least this large waits forever.
 IDLE_FOREVER = 2**63 - 1
+#: ``max.task.idle.ms=auto``: each partition's idle is learnt (``idle_learning.py``); the task
+#: passes the learnt wait to this module, which never sees this value.
+IDLE_AUTO = -2
 
 
 class Verdict(enum.IntEnum):

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from sidecar.core.commits import CommitTracker
 from sidecar.core.deadletters import DeadLetterBudget
+from sidecar.core.idle_learning import IdleLearner
 from sidecar.core.merge import (
     PartitionState,
     count_upto,
@@ -41,6 +42,7 @@ from sidecar.core.merge import (
     run_end,
 )
 from sidecar.core.readiness import (
+    IDLE_AUTO,
     IDLE_DISABLED,
     Verdict,
     empty_partition_verdict,
@@ -77,7 +79,10 @@ _NO_BOUND = 2**63
 class TaskConfig:
     """The merge settings of one task (the core's view of the sidecar's config keys)."""
 
+    #: -1, 0, N, ``IDLE_FOREVER``, or ``IDLE_AUTO`` (learnt per partition, within the budget).
     max_task_idle_ms: int = 0
+    #: Under ``IDLE_AUTO``: the most a partition is waited for.
+    max_task_idle_budget_ms: int = 1000
     buffered_records_per_partition: int = 1000
     extractor: TimestampExtractor = field(default_factory=RecordTimestamp)
     timestamp_invalid: InvalidPolicy = "fail"
@@ -93,8 +98,10 @@ class TaskConfig:
     output_limits: BrokerTimestampLimits | None = None
 
     def __post_init__(self) -> None:
-        if self.max_task_idle_ms < IDLE_DISABLED:
-            raise ValueError(f"max.task.idle.ms must be -1, 0 or positive, got {self.max_task_idle_ms}")
+        if self.max_task_idle_ms < IDLE_DISABLED and self.max_task_idle_ms != IDLE_AUTO:
+            raise ValueError(f"max.task.idle.ms must be -1, 0, positive or auto, got {self.max_task_idle_ms}")
+        if self.max_task_idle_budget_ms < 1:
+            raise ValueError(f"max.task.idle.budget.ms must be positive, got {self.max_task_idle_budget_ms}")
         if self.buffered_records_per_partition < 1:
             got = self.buffered_records_per_partition
             raise ValueError(f"buffered.records.per.partition must be at least 1, got {got}")
@@ -181,6 +188,14 @@ class MergeTask:
             for i, tp in enumerate(partitions)
         ]
         self._by_tp = {p.tp: p for p in self._parts}
+        #: The latest record held back at the last poll (under ``auto``, to judge arrivals).
+        self._held_max = UNKNOWN
+        #: Under ``max.task.idle.ms=auto``: what each partition's gaps taught (else ``None``).
+        self._learner = (
+            IdleLearner(len(self._parts), cfg.max_task_idle_budget_ms)
+            if cfg.max_task_idle_ms == IDLE_AUTO
+            else None
+        )
         self._ranked = sorted(self._parts, key=lambda p: p.rank)
         self._heap: list[tuple[int, int, int]] = []
         self._watermark = TaskWatermark()
@@ -247,6 +262,8 @@ class MergeTask:
             if was_empty and p.head < len(p.timestamps):
                 p.deadline = None  # data arrived: the idle clock starts afresh when next empty
                 p.frozen_remaining = None
+                if self._learner is not None:
+                    self._arrived(p)
                 heapq.heappush(self._heap, (p.timestamps[p.head], p.rank, p.index))
 
     def _ahead_limit(self) -> int | None:
@@ -323,6 +340,8 @@ class MergeTask:
                 p.caught_up_at = now_ms
         else:
             p.caught_up_at = None
+            if self._learner is not None:
+                self._learner.lagging(p.index)
 
     def _part(self, tp: TopicPartition) -> PartitionState:
         try:
@@ -343,13 +362,15 @@ class MergeTask:
             self._last_output_ms = now_ms
         watermark = self._advance_watermarks(now_ms)
         idle = cfg.max_task_idle_ms
+        if self._learner is not None:
+            self._observe_for_learning(now_ms)
         enforced = False
         blocking: list[TopicPartition] = []
         deadline: int | None = None
         if idle != IDLE_DISABLED and self._heap:  # readiness is judged only when something could go out
             for p in self._parts:
                 if p.head == len(p.timestamps):
-                    verdict = empty_partition_verdict(p, now_ms, idle)
+                    verdict = empty_partition_verdict(p, now_ms, self._idle_for(p, now_ms))
                     if verdict is Verdict.PASSED:
                         enforced = True
                     elif verdict is Verdict.IDLING and p.deadline is not None:
@@ -382,6 +403,50 @@ class MergeTask:
             return NeedFetch(tuple(blocking), wake)
         assert deadline is not None
         return WaitUntil(deadline if heartbeat_at is None else min(deadline, heartbeat_at))
+
+    def _idle_for(self, p: PartitionState, now_ms: int, judging: bool = True) -> int:
+        """The idle the readiness rule applies to the empty partition ``p``: the setting, or under
+        ``auto`` what is left of its learnt idle, counted from the start of its quiet spell (which
+        a judgement of a caught-up partition starts; ``judging=False`` only looks, for /status)."""
+        learner = self._learner
+        if learner is None:
+            return self.config.max_task_idle_ms
+        if judging and p.lag == 0 and not p.paused:
+            learner.quiet(p.index, now_ms)
+        return learner.wait_ms(p.index, now_ms)
+
+    def _explain(self, p: PartitionState, now_ms: int) -> str | None:
+        """Why the empty partition ``p`` holds the task back (``None``: it does not), for /status."""
+        idle = self._idle_for(p, now_ms, judging=False)
+        verdict = judge(p, now_ms, idle)
+        if self._learner is None or verdict is not Verdict.IDLING:
+            return explain(verdict, p, now_ms, idle)
+        until = p.deadline if p.deadline is not None else now_ms + idle
+        return f"idling until {until} (caught up; max.task.idle.ms=auto: {self._learner.basis(p.index)})"
+
+    def _observe_for_learning(self, now_ms: int) -> None:
+        """At each decision point: the quiet spells of partitions empty and caught up start here
+        (even while the task has nothing else to emit), and the latest record held back is noted
+        — what the task would have emitted by now had it not waited."""
+        assert self._learner is not None
+        quiet = self._learner.quiet
+        held = UNKNOWN
+        for p in self._parts:
+            ts = p.timestamps
+            if p.head < len(ts):
+                held = max(held, ts[-1])  # its largest when sorted; a record it holds anyway
+            elif p.lag == 0 and not p.paused:
+                quiet(p.index, now_ms)
+        self._held_max = held
+
+    def _arrived(self, p: PartitionState) -> None:
+        """Records reached the empty partition ``p``: the learner hears whether the first of them
+        would have been late had the task not waited for it — below the stream time, or below
+        what the task held back at its last decision point (records pushed since, in the same
+        fetch, would not have gone out before it either)."""
+        assert self._learner is not None
+        late = p.timestamps[p.head] < max(self._stream_time, self._held_max)
+        self._learner.arrived(p.index, self._clock or 0, late)
 
     def _advance_watermarks(self, now_ms: int) -> int:
         values: list[int | None] = []
@@ -425,7 +490,7 @@ class MergeTask:
                     break
                 if idle == IDLE_DISABLED or q is order[-1]:
                     continue  # nothing follows the last record: no readiness to judge
-                if empty_partition_verdict(q, now_ms, idle) is Verdict.PASSED:
+                if empty_partition_verdict(q, now_ms, self._idle_for(q, now_ms)) is Verdict.PASSED:
                     if enforced_key is None:
                         enforced_key = key
                     continue
@@ -634,7 +699,7 @@ class MergeTask:
                 continue
             heapq.heappop(heap)
             if idle != IDLE_DISABLED and heap:  # with nothing left to emit there is nothing to judge
-                verdict = empty_partition_verdict(p, now_ms, idle)
+                verdict = empty_partition_verdict(p, now_ms, self._idle_for(p, now_ms))
                 if verdict is not Verdict.PASSED:
                     break
                 if enforced_from < 0:
@@ -767,6 +832,8 @@ class MergeTask:
         self._held = [p for p in self._parts if not p.paused]
         for p in self._held:
             pause(p, now_ms)
+            if self._learner is not None and p.head == len(p.timestamps):
+                self._learner.interrupt(p.index)
         return tuple(p.tp for p in self._held)
 
     def release(self, now_ms: int) -> tuple[TopicPartition, ...]:
@@ -813,7 +880,7 @@ class MergeTask:
             buffered = p.buffered
             reason = None
             if buffered == 0 and idle != IDLE_DISABLED and self._heap:
-                reason = explain(judge(p, now_ms, idle), p, now_ms, idle)
+                reason = self._explain(p, now_ms)
                 if reason is not None:
                     blocked_by.append({"topic": p.tp.topic, "partition": p.tp.partition, "reason": reason})
             partitions.append(
@@ -828,6 +895,8 @@ class MergeTask:
                     "idle_deadline": p.deadline,
                 }
             )
+            if self._learner is not None:
+                partitions[-1]["idle"] = self._learner.snapshot(p.index, now_ms)
         has_data = bool(self._heap)
         return {
             "ready": has_data and not blocked_by,

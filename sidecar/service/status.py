@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sidecar.core import IDLE_AUTO
+
 if TYPE_CHECKING:
     from sidecar.service.pipeline import Pipeline
 
@@ -28,7 +30,7 @@ def pipeline_status(pipeline: Pipeline) -> dict[str, Any]:
         "message": message,
         "output_topic": cfg.output_topic,
         "task_grouping": cfg.task_grouping,
-        "max_task_idle_ms": cfg.max_task_idle_ms,
+        "max_task_idle_ms": "auto" if cfg.max_task_idle_ms == IDLE_AUTO else cfg.max_task_idle_ms,
         "processing_guarantee": cfg.processing_guarantee,
         "output_encoder": pipeline.encoder_name,
         "input_reader": pipeline.reader_name,
