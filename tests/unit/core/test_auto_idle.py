@@ -8,7 +8,11 @@ newer records would go out first and ``a``'s would come out late.
 
 from __future__ import annotations
 
-from sidecar.core import IDLE_AUTO, MergeTask, TaskConfig, WaitUntil
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from sidecar.core import IDLE_AUTO, Emit, MergeTask, Record, TaskConfig, TopicPartition, WaitUntil
 from sidecar.core.readiness import IDLE_FOREVER
 
 from .helpers import A0, B0, Output, SimulatedConsumer, appended, caught_up, drain, enforced_flags, feed, task
@@ -173,3 +177,132 @@ def test_the_same_arrivals_and_clock_give_the_same_decisions() -> None:
 
     assert out1 == out2
     assert t1.snapshot(5000) == t2.snapshot(5000)
+
+
+# -- the state machine ---------------------------------------------------------------------------
+
+#: One call to the task, as the machine made it: replayed on a fresh task, it must decide alike.
+Call = tuple[str, tuple[object, ...]]
+
+
+def apply(t: MergeTask, call: Call) -> object:
+    name, args = call
+    if name == "fetch":
+        tp, high, position, recs, now = args
+        t.observe_fetch(tp, high, position, now)  # type: ignore[arg-type]
+        t.push(tp, recs)  # type: ignore[arg-type]
+        return None
+    if name == "hold":
+        return t.hold(*args)  # type: ignore[arg-type]
+    if name == "release":
+        return t.release(*args)  # type: ignore[arg-type]
+    if name == "ack":
+        return t.acked(*args)  # type: ignore[arg-type]
+    return t.poll(*args)  # type: ignore[arg-type]
+
+
+class AutoIdleMachine(RuleBasedStateMachine):
+    """Producers with any gaps and any event times, fetches of any size, quiet spells, operator
+    holds; after every step the learnt idle stays within the budget, no wait asked for goes past
+    it, and a partition quiet for the whole budget holds nothing back. At the end, replaying the
+    same calls on a fresh task gives the same decisions."""
+
+    @initialize(partitions=st.integers(2, 3), budget=st.sampled_from([50, 300, 1000]))
+    def topology(self, partitions: int, budget: int) -> None:
+        self.tps = [TopicPartition("t", p) for p in range(partitions)]
+        self.config = TaskConfig(max_task_idle_ms=IDLE_AUTO, max_task_idle_budget_ms=budget)
+        self.task = MergeTask(self.tps, self.config)
+        self.logs: dict[TopicPartition, list[Record]] = {tp: [] for tp in self.tps}
+        self.position = dict.fromkeys(self.tps, 0)
+        self.now = 1_000_000
+        self.calls: list[Call] = []
+        self.outcomes: list[object] = []
+
+    def _call(self, name: str, *args: object) -> object:
+        self.calls.append((name, args))
+        out = apply(self.task, (name, args))
+        self.outcomes.append(out)
+        return out
+
+    @rule(which=st.integers(0, 2), behind=st.lists(st.integers(0, 500), min_size=1, max_size=4))
+    def produce(self, which: int, behind: list[int]) -> None:
+        tp = self.tps[which % len(self.tps)]
+        log = self.logs[tp]
+        log.extend(Record(tp.topic, tp.partition, len(log), self.now - b) for b in behind)
+
+    @rule(which=st.integers(0, 2), most=st.integers(0, 6))
+    def fetch(self, which: int, most: int) -> None:
+        tp = self.tps[which % len(self.tps)]
+        if self.task.held or self.task._part(tp).paused:
+            return
+        log, position = self.logs[tp], self.position[tp]
+        new = log[position : position + most]
+        self.position[tp] = position + len(new)
+        self._call("fetch", tp, len(log), position + len(new), new, self.now)
+
+    @rule(ms=st.sampled_from([1, 10, 40, 200, 700, 5_000]))
+    def tick(self, ms: int) -> None:
+        self.now += ms
+
+    @rule(
+        which=st.integers(0, 2),
+        gaps=st.lists(st.tuples(st.integers(1, 1500), st.integers(0, 300)), min_size=1, max_size=12),
+    )
+    def a_producer_with_these_gaps(self, which: int, gaps: list[tuple[int, int]]) -> None:
+        """Quiet spells of a partition, each ended by one record stamped ``behind`` ms back,
+        fetched at once: gaps to learn from, many per step."""
+        for ms, behind in gaps:
+            self.fetch(which, 6)
+            self.poll()
+            self.now += ms
+            self.produce(which, [behind])
+            self.fetch(which, 6)
+            self.poll()
+
+    @rule()
+    def poll(self) -> None:
+        for _ in range(100):
+            out = self._call("poll", self.now)
+            if isinstance(out, Emit):
+                self._call("ack", [out.batch_id])
+                continue
+            if isinstance(out, WaitUntil):
+                assert out.deadline_ms <= self.now + self.config.max_task_idle_budget_ms
+            return
+        raise AssertionError("poll kept emitting at one instant")
+
+    @rule()
+    def operator_holds_or_releases(self) -> None:
+        self._call("release" if self.task.held else "hold", self.now)
+
+    @invariant()
+    def the_learnt_idle_stays_within_the_budget(self) -> None:
+        budget = self.config.max_task_idle_budget_ms
+        for p in self.task.snapshot(self.now)["partitions"]:
+            assert 0 <= p["idle"]["idle_ms"] <= budget
+
+    @invariant()
+    def a_partition_quiet_for_the_whole_budget_holds_nothing_back(self) -> None:
+        if self.task.held:
+            return
+        snap = self.task.snapshot(self.now)
+        budget = self.config.max_task_idle_budget_ms
+        quiet = {
+            p["partition"]
+            for p in snap["partitions"]
+            if p["idle"]["quiet_for_ms"] is not None and p["idle"]["quiet_for_ms"] >= budget
+        }
+        idling = {b["partition"] for b in snap["blocked_by"] if b["reason"].startswith("idling")}
+        assert not quiet & idling
+
+    def teardown(self) -> None:
+        if not hasattr(self, "task"):
+            return
+        again = MergeTask(self.tps, self.config)
+        assert [apply(again, call) for call in self.calls] == self.outcomes
+
+
+AutoIdleMachine.TestCase.settings = settings(
+    max_examples=100, stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+test_auto_idle_keeps_its_promises_in_any_history = AutoIdleMachine.TestCase
