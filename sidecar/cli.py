@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("aiokafka").setLevel(max(logging.WARNING, logging.getLogger().level))
     import uvloop
 
-    from sidecar.service.supervisor import FatalError
+    from sidecar.service.run_state import FatalError
 
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
@@ -95,7 +95,8 @@ def tune_gc() -> None:
 async def serve(config: SidecarConfig) -> None:
     """The pipeline and its HTTP server, stopped by SIGTERM/SIGINT."""
     from sidecar.service.http import start_http
-    from sidecar.service.supervisor import FatalError, Supervisor
+    from sidecar.service.run_state import FatalError
+    from sidecar.service.supervisor import Supervisor
 
     sidecar = Supervisor(config)
     loop = asyncio.get_running_loop()

@@ -2,7 +2,7 @@
 
 :class:`KafkaClients` is the one place that constructs aiokafka's consumer, producers and admin
 client with the sidecar's settings (``acks=all``, idempotence, compression, batch size, the
-task assignor, the isolation level of the guarantee). The pipeline asks it for clients and never
+task assignor, the isolation level the caller asks for). The pipeline asks it for clients and never
 calls a constructor itself, so tests hand the pipeline an in-memory double with the same methods.
 
 aiokafka's ``start()`` raises only ``KafkaConnectionError("Unable to bootstrap from [...]")``
@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
@@ -32,6 +32,9 @@ from sidecar.output.writer import BATCH_BYTES, MAX_MESSAGE_BYTES
 MAX_FETCH_WAIT_MS = 100
 #: Longest wait for a client to close.
 CLOSE_TIMEOUT_S = 30.0
+
+#: Which records a consumer reads: every record, or only those of committed transactions.
+IsolationLevel = Literal["read_committed", "read_uncommitted"]
 
 #: Substrings of aiokafka's reasons, and which settings to check for them.
 _HINTS = (
@@ -121,7 +124,7 @@ async def connect(starting: Awaitable[None], what: str, bootstrap: str) -> None:
 class ClientFactory(Protocol):
     """What the pipeline asks for; :class:`KafkaClients` makes aiokafka's, tests make doubles."""
 
-    def consumer(self) -> AIOKafkaConsumer: ...
+    def consumer(self, isolation_level: IsolationLevel) -> AIOKafkaConsumer: ...
 
     def producer(self, transactional_id: str | None) -> AIOKafkaProducer: ...
 
@@ -135,17 +138,15 @@ class KafkaClients:
         self.config = config
         self.options = client_options(config)
 
-    def consumer(self) -> AIOKafkaConsumer:
+    def consumer(self, isolation_level: IsolationLevel) -> AIOKafkaConsumer:
+        """The group's consumer; the delivery in force says what it reads (``isolation_level``)."""
         cfg = self.config
-        eos = cfg.processing_guarantee == "exactly_once_v2"
         return AIOKafkaConsumer(
             **self.options,
             group_id=cfg.effective_group_id,
             enable_auto_commit=False,
             auto_offset_reset=cfg.auto_offset_reset,
-            # Under exactly-once the lag is measured to the last stable offset: an open
-            # transaction's records are not there yet.
-            isolation_level="read_committed" if eos else "read_uncommitted",
+            isolation_level=isolation_level,
             fetch_max_wait_ms=MAX_FETCH_WAIT_MS,
             partition_assignment_strategy=(TaskAssignor,),
         )

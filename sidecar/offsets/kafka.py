@@ -1,10 +1,11 @@
 """What a reset reads from Kafka and the one write it makes: the thin adapter under :mod:`plan`.
 
-Reads: the input partitions (from ``input.topics``), each one's log start and end offsets (the
-last stable offset under ``exactly_once_v2``, as the sidecar reads them), the first offset at or
-after a time (Kafka's ListOffsets by timestamp), the group's committed offsets, and who is in the
-group. Writes: the new offsets, committed for the group by a client that takes no part in it, as
-Kafka's own reset tool does, once the group was found without members.
+Reads: the input partitions (from ``input.topics``), each one's log start and end offsets (as
+the sidecar reads them: the last stable offset when its delivery reads only committed records),
+the first offset at or after a time (Kafka's ListOffsets by timestamp), the group's committed
+offsets, and who is in the group. Writes: the new offsets, committed for the group by a client
+that takes no part in it, as Kafka's own reset tool does, once the group was found without
+members.
 
 **Who counts as running.** A ``task.grouping=partition`` sidecar is a member of its consumer
 group, so DescribeGroups lists it. A ``task.grouping=single`` sidecar assigns itself the
@@ -24,7 +25,7 @@ from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, for_code
 from aiokafka.structs import OffsetAndMetadata
 
 from sidecar.config import SidecarConfig
@@ -32,6 +33,7 @@ from sidecar.kafka.admin import AdminError, describe_partitions, error_name
 from sidecar.kafka.clients import client_options, connect
 from sidecar.offsets.plan import PartitionFacts, Target
 from sidecar.service import claim
+from sidecar.service.delivery import isolation_level
 from sidecar.service.failures import is_retriable
 
 T = TypeVar("T")
@@ -53,13 +55,20 @@ class Members:
 
 
 async def group_members(admin: AIOKafkaAdminClient, group: str) -> Members:
-    """The group's state and its members' client hosts, from DescribeGroups."""
+    """The group's state and its members' client hosts, from DescribeGroups.
+
+    A coordinator that is loading, moving or not there yet (a new cluster creates its offsets
+    topic on the first group request) answers with a retriable code: that is raised as Kafka's
+    retriable error, for the caller to ask again; any other code is a refusal (``AdminError``).
+    """
     responses = await admin.describe_consumer_groups([group])
     for response in responses:
         for described in response.groups:
             code, name, state, members = described[0], described[1], described[2], described[5]
             if name != group:
                 continue
+            if code != 0 and for_code(code).retriable:
+                raise for_code(code)(f"describing group {group}")
             if code != 0:
                 raise AdminError(f"cannot describe group {group}: {error_name(code)}")
             return Members(state, tuple(str(m[2]).lstrip("/") for m in members))
@@ -112,10 +121,9 @@ class GroupOffsets:
         options["client_id"] = f"timesync-offsets-{config.output_topic}"
         self._options = options
         self.admin = AIOKafkaAdminClient(**options)
-        isolation = (
-            "read_committed" if config.processing_guarantee == "exactly_once_v2" else "read_uncommitted"
+        self.reader = AIOKafkaConsumer(
+            enable_auto_commit=False, isolation_level=isolation_level(config), **options
         )
-        self.reader = AIOKafkaConsumer(enable_auto_commit=False, isolation_level=isolation, **options)
 
     async def __aenter__(self) -> GroupOffsets:
         bootstrap = self.config.bootstrap_servers

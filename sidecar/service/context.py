@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from sidecar.service.failures import ErrorHandler
     from sidecar.service.health import Health
     from sidecar.service.metrics import Metrics
-    from sidecar.service.supervisor import RunControl
+    from sidecar.service.run_state import RunControl
 
 
 @dataclass(frozen=True, slots=True)

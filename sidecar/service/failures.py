@@ -52,7 +52,7 @@ from sidecar.kafka.clients import ClientStartError
 
 if TYPE_CHECKING:
     from sidecar.config import SidecarConfig
-    from sidecar.service.supervisor import RunControl
+    from sidecar.service.run_state import RunControl
 
 log = logging.getLogger("timesync")
 
@@ -349,11 +349,7 @@ def describe(error: BaseException) -> str:
 
 
 def decide(
-    error: BaseException,
-    phase: Phase,
-    guarantee: Guarantee,
-    grouping: Grouping,
-    **context: str,
+    error: BaseException, phase: Phase, guarantee: Guarantee, grouping: Grouping, **context: str
 ) -> Decision:
     """The first row that matches; an error no row matches is not the sidecar's to handle
     (a bug, a ``KeyboardInterrupt``): it is re-raised."""

@@ -2,9 +2,10 @@
 
 Each loop iteration fetches a batch of records (``getmany``) and :meth:`InputFeed.feed` hands it
 to the tasks in the order the core's contract asks: first what the fetch *responses* said about
-each partition (its high watermark — or last stable offset under ``exactly_once_v2`` — against
-the position, so its lag; and when the response came), then the records. A partition's facts are
-passed on once per new response: aiokafka keeps the last response's values until the next one.
+each partition (its high watermark — or last stable offset when the consumer reads only committed
+records — against the position, so its lag; and when the response came), then the records. A
+partition's facts are passed on once per new response: aiokafka keeps the last response's values
+until the next one.
 
 Two details of aiokafka shape this module:
 
@@ -25,6 +26,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka import TopicPartition as KafkaTopicPartition
 
 from sidecar.core import TopicPartition
+from sidecar.kafka.clients import IsolationLevel
 from sidecar.service.context import StartContext
 from sidecar.service.tasks import TaskRegistry
 
@@ -37,11 +39,17 @@ Fetched = dict[KafkaTopicPartition, list[Any]]
 class InputFeed:
     """Feeds one consumer's fetches into the registry's tasks."""
 
-    def __init__(self, ctx: StartContext, consumer: AIOKafkaConsumer, tasks: TaskRegistry) -> None:
+    def __init__(
+        self,
+        ctx: StartContext,
+        consumer: AIOKafkaConsumer,
+        tasks: TaskRegistry,
+        isolation_level: IsolationLevel,
+    ) -> None:
         self.consumer = consumer
         self.tasks = tasks
         #: Measure lag to the last stable offset (read_committed) rather than the high watermark.
-        self.stable = ctx.config.processing_guarantee == "exactly_once_v2"
+        self.stable = isolation_level == "read_committed"
         self.health = ctx.health
         self.metrics = ctx.metrics
         #: Response time of the last fetch facts passed on, per partition.

@@ -9,7 +9,7 @@ closes. It holds no merge logic and decides nothing about errors; it translates 
 * :mod:`~sidecar.service.delivery` writes what the tasks emit and commits what became safe,
   under the configured guarantee;
 * :mod:`~sidecar.service.failures` judges every error, and the run state
-  (:class:`~sidecar.service.supervisor.RunControl`) records the outcome.
+  (:class:`~sidecar.service.run_state.RunControl`) records the outcome.
 
 Each loop iteration fetches a batch (``getmany``, waiting no longer than the earliest time a task
 asked to be woken), feeds it to the tasks, polls each task until it stops emitting, applies the
@@ -17,6 +17,12 @@ tasks' pause hints (backpressure) and lets the delivery commit what is due. The 
 the run state is ``Running``. Then a clean stop (``Stopping``) emits what may still go out and
 drains (acknowledgements, last commits); a failure (``Failed``) aborts what is open; a restart
 (``Restarting``) only closes — its clients are unusable, the next start fences them.
+
+A record's route, in the order this module reads: ``InputFeed.fetch`` (``getmany``) →
+``InputFeed.feed`` (``MergeTask.push``) → ``_drive`` (``MergeTask.poll`` → ``Emit``) →
+``Delivery.send`` (encode, write) → the broker's acknowledgement → ``MergeTask.acked`` → the input
+offsets it released, committed by the delivery (at least once: its committer; exactly once: in
+the task's transaction, on ``Delivery.tick``).
 
 The pipeline never raises for a Kafka error: how it ended is in ``control.state``.
 """
@@ -33,7 +39,7 @@ from typing import Any
 from aiokafka import TopicPartition as KafkaTopicPartition
 
 from sidecar.config import SidecarConfig
-from sidecar.core import Emit, Heartbeat, TopicPartition
+from sidecar.core import Emit, Heartbeat
 from sidecar.core.deadletters import DeadLetterRatioExceeded
 from sidecar.core.task import Idle, NeedFetch, WaitUntil
 from sidecar.core.timestamps import InvalidTimestampError
@@ -43,13 +49,13 @@ from sidecar.output.encoder import native_available
 from sidecar.service import claim
 from sidecar.service.context import StartContext
 from sidecar.service.delivery import make_delivery
-from sidecar.service.failures import CLIENT_ERRORS, SETUP_ERRORS, Action, ErrorHandler, Phase
+from sidecar.service.failures import CLIENT_ERRORS, SETUP_ERRORS, ErrorHandler, Phase
 from sidecar.service.fetch import InputFeed
 from sidecar.service.health import Health
 from sidecar.service.metrics import Metrics
 from sidecar.service.rebalance import Rebalancer
+from sidecar.service.run_state import RESTART_BACKOFF_S, RunControl, Stopping
 from sidecar.service.status import pipeline_status
-from sidecar.service.supervisor import RESTART_BACKOFF_S, RunControl, Stopping
 from sidecar.service.tasks import TaskRegistry, TaskRun
 from sidecar.service.topics import TopicLayout, prepare_topics
 
@@ -116,9 +122,6 @@ class Pipeline:
     def committed_any(self) -> bool:
         return self.delivery.committed_any
 
-    def add_task(self, name: str, partitions: list[TopicPartition], out_partition: int) -> TaskRun:
-        return self.tasks.add(name, partitions, out_partition, self.delivery.attach(name))
-
     def status(self) -> dict[str, Any]:
         return pipeline_status(self)
 
@@ -150,12 +153,13 @@ class Pipeline:
         try:
             layout = await self._prepare_topics()
             self.layout = self.tasks.layout = layout
-            self._consumer = consumer = self.ctx.clients.consumer()
-            self._feed = InputFeed(self.ctx, consumer, self.tasks)
+            reads = self.delivery.isolation_level
+            self._consumer = consumer = self.ctx.clients.consumer(reads)
+            self._feed = feed = InputFeed(self.ctx, consumer, self.tasks, reads)
             await self.delivery.start(consumer)
             await connect(consumer.start(), "the consumer", cfg.bootstrap_servers)
             self.reader_name = fetch_hook.install(consumer)
-            await Rebalancer(self).assign(self.restarting)
+            await Rebalancer(self.ctx, self.lock, self.tasks, self.delivery, feed).assign(self.restarting)
         except START_ERRORS as e:
             self.errors.handle(e, phase)
             return False
@@ -210,36 +214,13 @@ class Pipeline:
                 except LOOP_ERRORS as e:
                     self.errors.handle(e, Phase.MERGE)
 
-    def _apply_operator_pause(self, now: int) -> None:
-        """``PUT /pause``: hold every task (nothing goes out, no heartbeat: the watermark must not
-        pass records the sidecar is not reading; idle clocks frozen) and stop fetching, while the
-        loop goes on calling ``getmany`` so the consumer stays in its group. ``PUT /resume``:
-        release them. Tasks taken on in a rebalance while paused are held at once."""
-        paused = self.control.pause.paused
-        consumer = self.consumer
-        for run in self.tasks:
-            if paused and not run.task.held:
-                consumer.pause(*(KafkaTopicPartition(*tp) for tp in run.task.hold(now)))
-            elif not paused and run.task.held:
-                consumer.resume(*(KafkaTopicPartition(*tp) for tp in run.task.release(now)))
-
-    def _fetch_wait_ms(self) -> int:
-        wake = self.tasks.wake_at()
-        if wake is None:
-            return MAX_FETCH_WAIT_MS
-        return max(0, min(MAX_FETCH_WAIT_MS, wake - self.clock()))
-
     async def _drive_or_judge(self, run: TaskRun, now: int, phase: Phase) -> bool:
-        """Drive one task; a client error is judged for it (``False``: stop driving the others)."""
+        """Drive one task; a client error is the delivery's to judge, as it knows the task's
+        output (``False``: stop driving the others)."""
         try:
             await self._drive(run, now)
         except CLIENT_ERRORS as e:
-            txn = run.output.txn
-            context = {"task": run.name, "topic": self.config.output_topic}
-            if txn is not None:
-                context["txn_id"] = txn.transactional_id
-            if self.errors.handle(run.output.cause(e), phase, **context) is Action.TASK_LOST and txn:
-                txn.forget()
+            self.delivery.failed(run, e, phase)
             return False
         return True
 
@@ -259,6 +240,25 @@ class Pipeline:
             elif isinstance(out, NeedFetch | Idle):
                 run.wake_at = out.wake_at_ms
             return
+
+    def _apply_operator_pause(self, now: int) -> None:
+        """``PUT /pause``: hold every task (nothing goes out, no heartbeat: the watermark must not
+        pass records the sidecar is not reading; idle clocks frozen) and stop fetching, while the
+        loop goes on calling ``getmany`` so the consumer stays in its group. ``PUT /resume``:
+        release them. Tasks taken on in a rebalance while paused are held at once."""
+        paused = self.control.pause.paused
+        consumer = self.consumer
+        for run in self.tasks:
+            if paused and not run.task.held:
+                consumer.pause(*(KafkaTopicPartition(*tp) for tp in run.task.hold(now)))
+            elif not paused and run.task.held:
+                consumer.resume(*(KafkaTopicPartition(*tp) for tp in run.task.release(now)))
+
+    def _fetch_wait_ms(self) -> int:
+        wake = self.tasks.wake_at()
+        if wake is None:
+            return MAX_FETCH_WAIT_MS
+        return max(0, min(MAX_FETCH_WAIT_MS, wake - self.clock()))
 
     # -- the end of a start ---------------------------------------------------------------------------
 
@@ -290,9 +290,10 @@ class Pipeline:
     # -- observation ----------------------------------------------------------------------------------
 
     async def offsets(self) -> dict[str, Any] | None:
-        """``GET /offsets``: per input partition the group's committed offset, the end offset (the
-        last stable offset under exactly_once_v2) and the lag between them, and the task holding
-        it here; the output's end per partition. ``None`` before the start has connected."""
+        """``GET /offsets``: per input partition the group's committed offset, the end offset (as
+        the consumer reads: the last stable offset if it reads only committed records), the lag
+        between them and the task holding it here; the output's end per partition. ``None`` before
+        the start has connected."""
         if not self.started:
             return None
         consumer = self.consumer

@@ -21,6 +21,8 @@ again, to the offset read after the producers started, and the records fetched b
 are dropped (:meth:`InputFeed.seeked <sidecar.service.fetch.InputFeed.seeked>`).
 
 Both callbacks run under the pipeline's lock, so they never interleave with a loop iteration.
+The rebalancer sees only what it changes — the task registry, the delivery, the input feed (and
+through it the consumer) — not the pipeline.
 """
 
 from __future__ import annotations
@@ -38,81 +40,92 @@ from sidecar.core import TopicPartition
 from sidecar.service.failures import CLIENT_ERRORS, Phase
 
 if TYPE_CHECKING:
-    from sidecar.service.pipeline import Pipeline
+    from sidecar.service.context import StartContext
+    from sidecar.service.delivery import Delivery
+    from sidecar.service.fetch import InputFeed
+    from sidecar.service.tasks import TaskRegistry, TaskRun
 
 log = logging.getLogger("timesync")
 
 
 class Rebalancer(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka ships no types
-    """Takes tasks on and hands them back for one start of the pipeline."""
+    """Takes tasks on and hands them back for one start of the pipeline.
 
-    def __init__(self, pipeline: Pipeline) -> None:
-        self.pipeline = pipeline
+    ``lock`` is the pipeline's: held by every callback, so a callback and a loop iteration never
+    interleave.
+    """
+
+    def __init__(
+        self, ctx: StartContext, lock: asyncio.Lock, tasks: TaskRegistry, delivery: Delivery, feed: InputFeed
+    ) -> None:
+        self.ctx, self.lock, self.tasks, self.delivery, self.feed = ctx, lock, tasks, delivery, feed
+
+    def _add(self, name: str, partitions: list[TopicPartition], out_partition: int) -> TaskRun:
+        return self.tasks.add(name, partitions, out_partition, self.delivery.attach(name))
 
     async def assign(self, restarting: bool) -> None:
         """The start's assignment: every partition (``single``) or a group subscription."""
-        p = self.pipeline
-        consumer = p.consumer
-        cfg = p.config
+        consumer = self.feed.consumer
+        cfg = self.ctx.config
         if cfg.task_grouping == "single":
-            parts = p.layout.all_input_partitions()
-            run = p.add_task("0", parts, out_partition=0)
+            parts = self.tasks.layout.all_input_partitions()
+            run = self._add("0", parts, out_partition=0)
             # Before the consumer reads the committed offsets: fence a previous run, complete its
             # last transaction.
-            await p.delivery.open([run], Phase.RESTART if restarting else Phase.START)
+            await self.delivery.open([run], Phase.RESTART if restarting else Phase.START)
             consumer.assign([KafkaTopicPartition(*tp) for tp in parts])
         else:
             consumer.subscribe(cfg.topics, listener=self)
 
     async def on_partitions_revoked(self, revoked: set[KafkaTopicPartition]) -> None:
-        p = self.pipeline
-        async with p.lock:
-            gone = p.tasks.owners(revoked)
+        async with self.lock:
+            gone = self.tasks.owners(revoked)
             if not gone:
                 return
             runs = sorted(gone, key=lambda r: r.name)
-            await p.delivery.hand_back(runs)
-            p.tasks.remove(runs)
+            await self.delivery.hand_back(runs)
+            self.tasks.remove(runs)
             partitions = [tp for run in runs for tp in run.task.partitions]
-            p.feed.forget(partitions)
+            self.feed.forget(partitions)
             for run in runs:
-                p.metrics.forget_task(run.name, run.task.partitions)
+                self.ctx.metrics.forget_task(run.name, run.task.partitions)
             log.info("tasks revoked: %s", ", ".join(run.name for run in runs))
 
     async def on_partitions_assigned(self, assigned: set[KafkaTopicPartition]) -> None:
-        p = self.pipeline
-        async with p.lock:
-            if not p.control.running:
+        control = self.ctx.control
+        async with self.lock:
+            if not control.running:
                 return  # leaving: starting producers now would only fence the tasks' next owners
             by_index: dict[int, list[TopicPartition]] = {}
             for tp in assigned:
                 by_index.setdefault(tp.partition, []).append(TopicPartition(tp.topic, tp.partition))
             new = [
-                p.add_task(str(index), sorted(parts), out_partition=index)
+                self._add(str(index), sorted(parts), out_partition=index)
                 for index, parts in sorted(by_index.items())
-                if str(index) not in p.tasks
+                if str(index) not in self.tasks
             ]
             if new:
-                await p.delivery.open(new, Phase.ASSIGN)
-            if new and p.control.running:
-                await self._seek_committed(p.consumer, [tp for run in new for tp in run.task.partitions])
+                await self.delivery.open(new, Phase.ASSIGN)
+            if new and control.running:
+                await self._seek_committed(
+                    self.feed.consumer, [tp for run in new for tp in run.task.partitions]
+                )
             if by_index:
                 log.info("tasks assigned: %s", ", ".join(str(i) for i in sorted(by_index)))
 
     async def _seek_committed(self, consumer: AIOKafkaConsumer, partitions: list[TopicPartition]) -> None:
-        p = self.pipeline
         tps = [KafkaTopicPartition(*tp) for tp in partitions]
         try:
             committed = await asyncio.gather(*(consumer.committed(tp) for tp in tps))
             fresh = [tp for tp, offset in zip(tps, committed, strict=True) if offset is None]
             reset: dict[KafkaTopicPartition, int] = {}
             if fresh:
-                if p.config.auto_offset_reset == "earliest":
+                if self.ctx.config.auto_offset_reset == "earliest":
                     reset = await consumer.beginning_offsets(fresh)
                 else:
                     reset = await consumer.end_offsets(fresh)
         except CLIENT_ERRORS as e:
-            p.errors.handle(e, Phase.ASSIGN, task=",".join(sorted({str(tp.partition) for tp in tps})))
+            self.ctx.errors.handle(e, Phase.ASSIGN, task=",".join(sorted({str(tp.partition) for tp in tps})))
             return
         # One synchronous block: the seeks and the feed's seek count move together.
         seeked = []
@@ -120,4 +133,4 @@ class Rebalancer(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka s
             with contextlib.suppress(IllegalStateError):  # already revoked again
                 consumer.seek(tp, offset if offset is not None else reset[tp])
                 seeked.append(tp)
-        p.feed.seeked(seeked)
+        self.feed.seeked(seeked)

@@ -2,29 +2,55 @@
 
 Per task: readiness, watermark, stream time, counts and ``blocked_by`` — each partition holding
 the task back and why (from the core's snapshot). Beside the tasks, the output side: batches in
-flight, the write or commit the pipeline waits in and, under ``exactly_once_v2``, each task's
-transaction — because a pipeline waiting on its output fetches nothing, and its merge buffers
-then look healthy. ``output.blocked`` says so in one line once a wait passes
+flight, the write or commit the pipeline waits in and, when the delivery writes in transactions,
+each task's transaction — because a pipeline waiting on its output fetches nothing, and its merge
+buffers then look healthy. ``output.blocked`` says so in one line once a wait passes
 ``BLOCKED_AFTER_MS``.
+
+It reads one start through :class:`Observed`, the few things ``/status`` shows, not the pipeline.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sidecar.core import IDLE_AUTO
 
 if TYPE_CHECKING:
-    from sidecar.service.pipeline import Pipeline
+    from sidecar.service.context import StartContext
+    from sidecar.service.delivery import Delivery
+    from sidecar.service.tasks import TaskRegistry
 
 #: /status calls the output blocked once a write or a commit has waited this long.
 BLOCKED_AFTER_MS = 1000
 
 
-def pipeline_status(pipeline: Pipeline) -> dict[str, Any]:
-    cfg = pipeline.config
-    now = pipeline.clock()
-    state, message = pipeline.health.status()
+class Observed(Protocol):
+    """What ``/status`` reads of one start of the pipeline."""
+
+    @property
+    def ctx(self) -> StartContext: ...
+
+    @property
+    def tasks(self) -> TaskRegistry: ...
+
+    @property
+    def delivery(self) -> Delivery: ...
+
+    @property
+    def encoder_name(self) -> str: ...
+
+    @property
+    def reader_name(self) -> str: ...
+
+    @property
+    def spare(self) -> bool: ...
+
+
+def pipeline_status(pipeline: Observed) -> dict[str, Any]:
+    cfg = pipeline.ctx.config
+    now = pipeline.ctx.clock()
+    state, message = pipeline.ctx.health.status()
     return {
         "health": state,
         "message": message,
@@ -36,32 +62,32 @@ def pipeline_status(pipeline: Pipeline) -> dict[str, Any]:
         "input_reader": pipeline.reader_name,
         "output": output_status(pipeline, now),
         "role": role(pipeline),
-        "paused_since": pipeline.control.pause.since,
+        "paused_since": pipeline.ctx.control.pause.since,
         "tasks": {run.name: run.task.snapshot(now) for run in pipeline.tasks.sorted()},
         "config": cfg.redacted(),
     }
 
 
-def role(pipeline: Pipeline) -> str:
+def role(pipeline: Observed) -> str:
     """What this replica does in its group, in one line."""
-    if pipeline.control.pause.paused:
+    if pipeline.ctx.control.pause.paused:
         return (
             "paused by an operator (PUT /resume to go on): nothing is fetched or written, no "
             "heartbeat moves the watermark; the replica keeps its tasks and its group membership"
         )
     if pipeline.spare:
         return (
-            f"spare: no task assigned (group {pipeline.config.effective_group_id} has more replicas "
+            f"spare: no task assigned (group {pipeline.ctx.config.effective_group_id} has more replicas "
             "than tasks); healthy, and takes tasks over when another replica leaves"
         )
     names = ", ".join(run.name for run in pipeline.tasks.sorted())
     return f"active: tasks {names}" if names else "starting"
 
 
-def output_status(pipeline: Pipeline, now: int) -> dict[str, Any]:
+def output_status(pipeline: Observed, now: int) -> dict[str, Any]:
     delivery = pipeline.delivery
     activity = delivery.activity.snapshot(now)
-    out: dict[str, Any] = {"topic": pipeline.config.output_topic, **activity}
+    out: dict[str, Any] = {"topic": pipeline.ctx.config.output_topic, **activity}
     txns = delivery.transactions(now)
     if txns is not None:
         out["transactions"] = txns

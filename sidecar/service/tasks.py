@@ -1,7 +1,7 @@
 """The task registry: the merge tasks this replica runs, and which task owns each input partition.
 
 A task is one :class:`~sidecar.core.MergeTask` (the merge itself), the output partition it writes
-and its output (:class:`~sidecar.service.delivery.TaskOutput`). With ``task.grouping=single``
+and its output (:class:`TaskOutput`, which the delivery attaches). With ``task.grouping=single``
 there is one task, ``"0"``, holding every input partition and writing output partition 0; with
 ``partition`` task *i* holds partition *i* of every input topic and writes output partition *i*,
 and tasks come and go with rebalances.
@@ -16,10 +16,25 @@ from typing import TYPE_CHECKING
 
 from sidecar.config import SidecarConfig
 from sidecar.core import MergeTask, TopicPartition
+from sidecar.output.encoder import OutputEncoder
+from sidecar.output.writer import OutputWriter
 
 if TYPE_CHECKING:
-    from sidecar.service.delivery import TaskOutput
     from sidecar.service.topics import TopicLayout
+
+
+@dataclass(eq=False)
+class TaskOutput:
+    """Where one task writes: its writer and its encoder.
+
+    The delivery in force attaches one to each task it takes on
+    (:meth:`Delivery.attach <sidecar.service.delivery.Delivery.attach>`) and subclasses it to keep
+    what its guarantee tracks per task (a transaction; batches awaiting acknowledgement): only the
+    delivery reads those, so nothing here depends on the guarantee.
+    """
+
+    writer: OutputWriter
+    encoder: OutputEncoder
 
 
 @dataclass(eq=False)

@@ -645,10 +645,9 @@ class FakeClients:
         self.consumers: list[FakeConsumer] = []
         self.producers: list[FakeProducer] = []
 
-    def consumer(self) -> FakeConsumer:
+    def consumer(self, isolation_level: str) -> FakeConsumer:
         cfg = self.config
-        isolation = "read_committed" if cfg.processing_guarantee == "exactly_once_v2" else "read_uncommitted"
-        consumer = FakeConsumer(self.cluster, cfg.effective_group_id, isolation, cfg.auto_offset_reset)
+        consumer = FakeConsumer(self.cluster, cfg.effective_group_id, isolation_level, cfg.auto_offset_reset)
         self.consumers.append(consumer)
         return consumer
 

@@ -1,11 +1,14 @@
-"""Delivery: how output becomes durable and input offsets get committed — one interface, two guarantees.
+"""Delivery: how output becomes durable and input offsets get committed — one contract, two guarantees.
 
 The pipeline hands every task's output to a :class:`Delivery` and never asks which guarantee is
-in force. A delivery gives each task its output (:meth:`Delivery.attach`: a writer, an encoder,
-under exactly-once a transaction), writes what the merge emits (:meth:`~Delivery.send`,
-:meth:`~Delivery.heartbeat`), makes progress durable (:meth:`~Delivery.tick`), hands tasks back
-in a rebalance (:meth:`~Delivery.hand_back`), finishes a clean stop (:meth:`~Delivery.drain`),
-cleans up after a failure (:meth:`~Delivery.abort`) and closes (:meth:`~Delivery.close`).
+in force; this package is the only place that names one (:data:`GUARANTEES`). A delivery says
+what the consumer reads (:attr:`Delivery.isolation_level`), gives each task its output
+(:meth:`Delivery.attach`: a writer, an encoder, under exactly-once a transaction), readies new
+tasks (:meth:`~Delivery.open`), writes what the merge emits (:meth:`~Delivery.send`,
+:meth:`~Delivery.heartbeat`), makes progress durable (:meth:`~Delivery.tick`), judges a task's
+client errors with what it knows of the task (:meth:`~Delivery.failed`), hands tasks back in a
+rebalance (:meth:`~Delivery.hand_back`), finishes a clean stop (:meth:`~Delivery.drain`), cleans
+up after a failure (:meth:`~Delivery.abort`) and closes (:meth:`~Delivery.close`).
 
 The contract a caller may rely on, under both guarantees:
 
@@ -32,26 +35,40 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sidecar.kafka.clients import IsolationLevel
 from sidecar.service.delivery.at_least_once import AtLeastOnce
-from sidecar.service.delivery.base import COMMIT_INTERVAL_S, DRAIN_TIMEOUT_S, Delivery, TaskOutput
+from sidecar.service.delivery.base import COMMIT_INTERVAL_S, DRAIN_TIMEOUT_S, Delivery
 from sidecar.service.delivery.exactly_once import ExactlyOnce
 
 if TYPE_CHECKING:
+    from sidecar.config import SidecarConfig
     from sidecar.service.context import StartContext
     from sidecar.service.tasks import TaskRegistry
 
 __all__ = [
     "COMMIT_INTERVAL_S",
     "DRAIN_TIMEOUT_S",
+    "GUARANTEES",
     "AtLeastOnce",
     "Delivery",
     "ExactlyOnce",
-    "TaskOutput",
+    "isolation_level",
     "make_delivery",
 ]
+
+#: The delivery of each ``processing.guarantee`` (the values ``sidecar.config`` accepts).
+GUARANTEES: dict[str, type[Delivery]] = {
+    "at_least_once": AtLeastOnce,
+    "exactly_once_v2": ExactlyOnce,
+}
 
 
 def make_delivery(ctx: StartContext, tasks: TaskRegistry) -> Delivery:
     """The delivery of ``processing.guarantee``."""
-    kind = ExactlyOnce if ctx.config.processing_guarantee == "exactly_once_v2" else AtLeastOnce
-    return kind(ctx, tasks)
+    return GUARANTEES[ctx.config.processing_guarantee](ctx, tasks)
+
+
+def isolation_level(config: SidecarConfig) -> IsolationLevel:
+    """What a consumer reads under ``processing.guarantee``, for a client outside a pipeline (a
+    reset reads end offsets as the sidecar would)."""
+    return GUARANTEES[config.processing_guarantee].isolation_level

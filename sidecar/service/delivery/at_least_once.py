@@ -9,6 +9,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -18,21 +19,35 @@ from sidecar.core import Emit, Heartbeat, TopicPartition
 from sidecar.kafka.clients import close_quietly, connect
 from sidecar.output.writer import OutputWriter
 from sidecar.service.claim import ClaimState
-from sidecar.service.delivery.base import (
-    COMMIT_INTERVAL_S,
-    DRAIN_TIMEOUT_S,
-    Delivery,
-    TaskOutput,
-)
-from sidecar.service.failures import CLIENT_ERRORS, Phase
+from sidecar.service.delivery.base import COMMIT_INTERVAL_S, DRAIN_TIMEOUT_S, Delivery
+from sidecar.service.failures import CLIENT_ERRORS, Action, Phase
+from sidecar.service.tasks import TaskOutput
 
 if TYPE_CHECKING:
     from sidecar.service.context import StartContext
     from sidecar.service.tasks import TaskRegistry, TaskRun
 
 
+@dataclass(eq=False)
+class AckedOutput(TaskOutput):
+    """A task's output under at least once: the shared writer, and its batches not yet acknowledged."""
+
+    #: Emitted batch id → producer batches not acknowledged yet.
+    pending: dict[int, int] = field(default_factory=dict)
+
+
+def pending(run: TaskRun) -> dict[int, int]:
+    """The task's emitted batches awaiting acknowledgement (a task this delivery attached)."""
+    output = run.output
+    assert isinstance(output, AckedOutput), f"task {run.name} was not attached at least once"
+    return output.pending
+
+
 class AtLeastOnce(Delivery):
     """One shared idempotent producer; offsets committed once their outputs are acknowledged."""
+
+    #: Every record, as it is written: nothing upstream is waited for.
+    isolation_level = "read_uncommitted"
 
     def __init__(self, ctx: StartContext, tasks: TaskRegistry) -> None:
         super().__init__(ctx, tasks)
@@ -61,14 +76,24 @@ class AtLeastOnce(Delivery):
 
     def attach(self, name: str) -> TaskOutput:
         assert self._writer is not None
-        return TaskOutput(self._writer, self._encoder_shared)
+        return AckedOutput(self._writer, self._encoder_shared)
+
+    async def open(self, runs: Sequence[TaskRun], phase: Phase) -> None:
+        """Nothing to fence: the committed offsets a new task reads are final once committed."""
+
+    async def tick(self) -> None:
+        """Nothing: a background committer commits acknowledged offsets every ``COMMIT_INTERVAL_S``."""
+
+    def failed(self, run: TaskRun, error: BaseException, phase: Phase) -> Action:
+        """The shared producer holds nothing of one task's: the error is judged as it is."""
+        return self.ctx.errors.handle(error, phase, task=run.name, topic=self.config.output_topic)
 
     async def send(self, run: TaskRun, emit: Emit) -> None:
         futures = await self._write(run, emit)
         if not futures:
             self._to_commit.update(run.task.acked((emit.batch_id,)))
             return
-        run.output.pending[emit.batch_id] = len(futures)
+        pending(run)[emit.batch_id] = len(futures)
         for future in futures:
             future.add_done_callback(functools.partial(self._on_ack, run, emit.batch_id))
 
@@ -85,15 +110,15 @@ class AtLeastOnce(Delivery):
             return
         error = future.exception()
         if error is not None:
-            self.ctx.errors.handle(error, Phase.WRITE, task=run.name, topic=self.config.output_topic)
+            self.failed(run, error, Phase.WRITE)
             return
         self.ctx.health.contact()
-        pending = run.output.pending
-        left = pending[batch_id] - 1
+        waiting = pending(run)
+        left = waiting[batch_id] - 1
         if left:
-            pending[batch_id] = left
+            waiting[batch_id] = left
             return
-        del pending[batch_id]
+        del waiting[batch_id]
         if not self.ctx.control.failed:
             self._to_commit.update(run.task.acked((batch_id,)))
 
@@ -138,9 +163,7 @@ class AtLeastOnce(Delivery):
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
         # Ack callbacks run on the loop after the futures resolve; let them all land.
         while (
-            any(run.output.pending for run in runs)
-            and not self.ctx.control.failed
-            and time.monotonic() < deadline
+            any(pending(run) for run in runs) and not self.ctx.control.failed and time.monotonic() < deadline
         ):
             await asyncio.sleep(0.005)
 
@@ -179,3 +202,7 @@ class AtLeastOnce(Delivery):
         await self._stop_committer()
         if self._producer is not None:
             await close_quietly(self._producer.stop(), self._close_failed)
+
+    def transactions(self, now_ms: int) -> dict[str, dict[str, Any]] | None:
+        """None: output is not written in transactions."""
+        return None

@@ -1,57 +1,50 @@
-"""The delivery interface and what both guarantees share (see the package docstring).
+"""The delivery contract, and what every guarantee shares (see the package docstring).
 
-:class:`Delivery` is what the pipeline calls; :class:`TaskOutput` is what a task writes through.
-The shared part writes an emit (its output, late records and dead letters, each to its topic and
-partition) and a heartbeat, and keeps the output's activity for ``/status``.
+:class:`Delivery` is what the pipeline calls, an abstract contract: a guarantee answers each of
+its questions (:meth:`~Delivery.attach` … :meth:`~Delivery.close`) or it cannot be built, and
+everything that depends on the guarantee — what a task writes through, which records the consumer
+reads, what a task taken away leaves behind — is answered here and nowhere else. The shared part
+writes an emit (its output, late records and dead letters, each to its topic and partition) and a
+heartbeat, renews the single-task claim, and keeps the output's activity for ``/status``.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from aiokafka import AIOKafkaConsumer
 
 from sidecar.core import Emit, Heartbeat, TopicPartition
-from sidecar.kafka.transactions import TaskTransaction
+from sidecar.kafka.clients import IsolationLevel
 from sidecar.output.encoder import OutputEncoder, choose_encoder
-from sidecar.output.writer import OutputActivity, OutputWriter
+from sidecar.output.writer import OutputActivity
 from sidecar.service import claim
 from sidecar.service.claim import ClaimState
-from sidecar.service.failures import Phase
+from sidecar.service.failures import Action, Phase
 
 if TYPE_CHECKING:
     from sidecar.service.context import StartContext
-    from sidecar.service.tasks import TaskRegistry, TaskRun
+    from sidecar.service.tasks import TaskOutput, TaskRegistry, TaskRun
 
 #: How often acknowledged offsets are committed (at least once) or transactions commit (exactly once).
 COMMIT_INTERVAL_S = 0.1
 #: Longest wait for the last acknowledgements and commits of a stop or a hand-back.
 DRAIN_TIMEOUT_S = 30.0
-#: exactly_once_v2: how long a revoked task's producer may take to abort after a failure.
-HAND_BACK_ABORT_S = 5.0
 
 
-@dataclass(eq=False)
-class TaskOutput:
-    """Where one task writes: its writer and encoder, and (exactly once) its transaction."""
+class Delivery(abc.ABC):
+    """How output becomes durable and input offsets get committed, under one guarantee.
 
-    writer: OutputWriter
-    encoder: OutputEncoder
-    txn: TaskTransaction | None = None
-    #: at least once: emitted batch id → producer batches not acknowledged yet.
-    pending: dict[int, int] = field(default_factory=dict)
+    Subclasses answer every abstract method; the concrete ones here are shared by all guarantees.
+    """
 
-    def cause(self, error: BaseException) -> BaseException:
-        """The error that stopped the task's transactional producer, if it stopped; else ``error``."""
-        return self.txn.cause(error) if self.txn is not None else error
-
-
-class Delivery:
-    """What both guarantees share: writing an emit and a heartbeat, and the output's status."""
+    #: What the consumer reads: ``read_committed`` keeps an open or aborted transaction's records
+    #: out of the merge, and the lag is then measured to the last stable offset.
+    isolation_level: ClassVar[IsolationLevel]
 
     def __init__(self, ctx: StartContext, tasks: TaskRegistry) -> None:
         self.ctx = ctx
@@ -112,41 +105,59 @@ class Delivery:
     def _claim_due(self, last_commit: float) -> bool:
         return self.claims and time.monotonic() - last_commit >= claim.REFRESH_S
 
-    def transactions(self, now_ms: int) -> dict[str, dict[str, Any]] | None:
-        """Each task's transaction for ``/status`` (``None`` when there are none)."""
-        return None
-
     def _close_failed(self, error: BaseException) -> None:
         self.ctx.errors.handle(error, Phase.CLOSE)
 
-    # -- the interface (see the module docstring) ------------------------------------------------
+    # -- the contract (see the package docstring) -------------------------------------------------
 
+    @abc.abstractmethod
     async def start(self, consumer: AIOKafkaConsumer) -> None:
-        raise NotImplementedError
+        """Connect what the delivery shares across tasks, before the consumer starts."""
 
+    @abc.abstractmethod
     def attach(self, name: str) -> TaskOutput:
-        raise NotImplementedError
+        """The output a new task ``name`` writes through (not connected yet: see :meth:`open`)."""
 
+    @abc.abstractmethod
     async def open(self, runs: Sequence[TaskRun], phase: Phase) -> None:
-        """Before new tasks read their committed offsets (exactly once: fence previous owners)."""
+        """New tasks, before they read their committed offsets: make those offsets final
+        (exactly once: fence the previous owners)."""
 
+    @abc.abstractmethod
     async def send(self, run: TaskRun, emit: Emit) -> None:
-        raise NotImplementedError
+        """Write what a task emitted; its offsets become committable once it is durable."""
 
+    @abc.abstractmethod
     async def heartbeat(self, run: TaskRun, beat: Heartbeat) -> None:
-        raise NotImplementedError
+        """Write a task's watermark heartbeat."""
 
+    @abc.abstractmethod
     async def tick(self) -> None:
         """Called every loop iteration: make due progress durable."""
 
+    @abc.abstractmethod
+    def failed(self, run: TaskRun, error: BaseException, phase: Phase) -> Action:
+        """A client error met while driving ``run``: have it judged (:mod:`sidecar.service.failures`)
+        with what the guarantee knows of the task, and clean up what the judgement leaves to the
+        delivery (a task taken away leaves its open work to its new owner)."""
+
+    @abc.abstractmethod
     async def hand_back(self, runs: Sequence[TaskRun]) -> None:
-        raise NotImplementedError
+        """Tasks revoked in a rebalance: make their output durable and commit, before their
+        partitions go to the next owner."""
 
+    @abc.abstractmethod
     async def drain(self, runs: Sequence[TaskRun]) -> None:
-        raise NotImplementedError
+        """A clean stop: commit every input offset whose output was acknowledged."""
 
+    @abc.abstractmethod
     async def abort(self, runs: Sequence[TaskRun]) -> None:
-        """After a failure: end what is open so readers are not held up (nothing by default)."""
+        """After a failure: end what is open so readers are not held up."""
 
+    @abc.abstractmethod
     async def close(self, runs: Iterable[TaskRun]) -> None:
-        raise NotImplementedError
+        """Close the delivery's clients; never raises (errors are judged in phase ``CLOSE``)."""
+
+    @abc.abstractmethod
+    def transactions(self, now_ms: int) -> dict[str, dict[str, Any]] | None:
+        """Each task's transaction for ``/status`` (``None`` when the guarantee has none)."""

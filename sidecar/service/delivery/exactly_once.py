@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiokafka import AIOKafkaConsumer
@@ -19,24 +20,40 @@ from sidecar.kafka.clients import connect
 from sidecar.kafka.transactions import TaskTransaction, transactional_id
 from sidecar.output.writer import OutputWriter
 from sidecar.service.claim import ClaimState
-from sidecar.service.delivery.base import (
-    COMMIT_INTERVAL_S,
-    DRAIN_TIMEOUT_S,
-    HAND_BACK_ABORT_S,
-    Delivery,
-    TaskOutput,
-)
+from sidecar.service.delivery.base import COMMIT_INTERVAL_S, DRAIN_TIMEOUT_S, Delivery
 from sidecar.service.failures import Action, Phase
+from sidecar.service.tasks import TaskOutput
 
 if TYPE_CHECKING:
     from sidecar.service.tasks import TaskRun
+
+#: How long a revoked task's producer may take to abort after a failure.
+HAND_BACK_ABORT_S = 5.0
+
+
+@dataclass(eq=False)
+class TransactionalOutput(TaskOutput):
+    """A task's output under exactly once: its own writer, producer and transaction."""
+
+    txn: TaskTransaction
+
+
+def txn_of(run: TaskRun) -> TaskTransaction:
+    """The task's transaction (a task this delivery attached)."""
+    output = run.output
+    assert isinstance(output, TransactionalOutput), f"task {run.name} was not attached exactly once"
+    return output.txn
 
 
 class ExactlyOnce(Delivery):
     """A transactional producer per task; outputs and offsets commit in the task's transactions."""
 
+    #: Only committed transactions' records: what an upstream transaction aborts is never merged,
+    #: and an open one's records are not there yet (lag is measured to the last stable offset).
+    isolation_level = "read_committed"
+
     async def start(self, consumer: AIOKafkaConsumer) -> None:
-        pass
+        """Nothing shared: each task's producer starts when the task is opened."""
 
     def attach(self, name: str) -> TaskOutput:
         cfg = self.config
@@ -46,7 +63,7 @@ class ExactlyOnce(Delivery):
         writer = OutputWriter(producer, stopping=self.ctx.control.changed, activity=self.activity)
         txn = TaskTransaction(producer, writer, txn_id, cfg.effective_group_id, self.ctx.clock)
         txn.last_offsets.update(self._committed_at_start)  # single: its one task has them all
-        return TaskOutput(writer, self._encoder(True), txn)
+        return TransactionalOutput(writer, self._encoder(True), txn)
 
     async def open(self, runs: Sequence[TaskRun], phase: Phase) -> None:
         """Start new tasks' producers, bounded in time: each fences the previous owner of its
@@ -54,11 +71,10 @@ class ExactlyOnce(Delivery):
         started = await asyncio.gather(*(self._start_producer(run) for run in runs), return_exceptions=True)
         for run, result in zip(runs, started, strict=True):
             if isinstance(result, BaseException):
-                self._failed(run, result, phase)
+                self.failed(run, result, phase)
 
     async def _start_producer(self, run: TaskRun) -> None:
-        txn = run.output.txn
-        assert txn is not None
+        txn = txn_of(run)
         what = f"the transactional producer of task {run.name}"
         try:
             await asyncio.wait_for(connect(txn.start(), what, self.config.bootstrap_servers), DRAIN_TIMEOUT_S)
@@ -67,20 +83,24 @@ class ExactlyOnce(Delivery):
                 f"no producer id for {txn.transactional_id} within {DRAIN_TIMEOUT_S:g} s"
             ) from None
 
-    def _failed(self, run: TaskRun, error: BaseException, phase: Phase) -> Action:
-        txn = run.output.txn
-        assert txn is not None
-        return self.ctx.errors.handle(txn.cause(error), phase, task=run.name, txn_id=txn.transactional_id)
+    def failed(self, run: TaskRun, error: BaseException, phase: Phase) -> Action:
+        """Judged by the error that stopped the task's producer, if it stopped (aiokafka's follow-up
+        errors hide it); a task taken over (``TASK_LOST``) leaves its open transaction to its new
+        owner, whose producer aborts it: forget it here."""
+        txn = txn_of(run)
+        context = {"task": run.name, "topic": self.config.output_topic, "txn_id": txn.transactional_id}
+        action = self.ctx.errors.handle(txn.cause(error), phase, **context)
+        if action is Action.TASK_LOST:
+            txn.forget()
+        return action
 
     async def send(self, run: TaskRun, emit: Emit) -> None:
-        txn = run.output.txn
-        assert txn is not None
+        txn = txn_of(run)
         await txn.begin()
         txn.add(emit.batch_id, await self._write(run, emit))
 
     async def heartbeat(self, run: TaskRun, beat: Heartbeat) -> None:
-        txn = run.output.txn
-        assert txn is not None
+        txn = txn_of(run)
         await txn.begin()  # a heartbeat is part of the task's transaction
         txn.add(None, await self._write_heartbeat(run, beat))
 
@@ -89,18 +109,15 @@ class ExactlyOnce(Delivery):
         if not self.ctx.control.running:
             return
         now = time.monotonic()
-        due = [r for r in self.tasks if r.output.txn is not None and r.output.txn.due(now, COMMIT_INTERVAL_S)]
+        due = [r for r in self.tasks if txn_of(r).due(now, COMMIT_INTERVAL_S)]
         if self.claims:  # a quiet single task still renews its claim, in an offsets-only transaction
             due += [
                 r
                 for r in self.tasks
-                if r.output.txn is not None
-                and not r.output.txn.open
-                and r.output.txn.last_offsets
-                and self._claim_due(r.output.txn.last_commit)
+                if not (txn := txn_of(r)).open and txn.last_offsets and self._claim_due(txn.last_commit)
             ]
         for run, error in await self._commit(due):
-            self._failed(run, error, Phase.COMMIT)
+            self.failed(run, error, Phase.COMMIT)
 
     async def _commit(
         self, runs: Sequence[TaskRun], state: ClaimState = "running"
@@ -120,8 +137,7 @@ class ExactlyOnce(Delivery):
     async def _commit_one(self, run: TaskRun, state: ClaimState = "running") -> None:
         """Commit the task's transaction (opening one to renew the single-task claim if none is
         open); the claim's offsets are committed again when it is due or the task stops."""
-        txn = run.output.txn
-        assert txn is not None
+        txn = txn_of(run)
         again = txn.last_offsets if state == "stopped" or self._claim_due(txn.last_commit) else None
         await txn.begin()
         if await txn.commit(run.task.acked, self._claim(state), again):
@@ -134,8 +150,7 @@ class ExactlyOnce(Delivery):
     async def _hand_back(self, run: TaskRun) -> None:
         """Commit the task's open transaction (abort it after a failure), then close its producer,
         before the task's partitions go to their next owner."""
-        txn = run.output.txn
-        assert txn is not None
+        txn = txn_of(run)
         try:
             if txn.open and self.ctx.control.healthy:
                 await asyncio.wait_for(self._commit_one(run), timeout=DRAIN_TIMEOUT_S)
@@ -143,21 +158,15 @@ class ExactlyOnce(Delivery):
                 await txn.abort(HAND_BACK_ABORT_S)
         except Exception as raised:  # a rebalance callback must not raise: aiokafka only logs it
             txn.forget()
-            self._failed(run, raised, Phase.REVOKE)
+            self.failed(run, raised, Phase.REVOKE)
         finally:
             await txn.close(DRAIN_TIMEOUT_S, self._close_failed)
 
     async def drain(self, runs: Sequence[TaskRun]) -> None:
         """Commit what is open; a single task also leaves its claim as stopped."""
-        closing = [
-            r
-            for r in runs
-            if r.output.txn is not None and (r.output.txn.open or (self.claims and r.output.txn.last_offsets))
-        ]
+        closing = [r for r in runs if (txn := txn_of(r)).open or (self.claims and txn.last_offsets)]
         for run, error in await self._commit(closing, "stopped" if self.claims else "running"):
-            if self._failed(run, error, Phase.STOP) is Action.TASK_LOST:
-                assert run.output.txn is not None
-                run.output.txn.forget()
+            self.failed(run, error, Phase.STOP)
 
     async def abort(self, runs: Sequence[TaskRun]) -> None:
         """After a fatal error: abort now, rather than leave ``read_committed`` readers of the
@@ -165,17 +174,16 @@ class ExactlyOnce(Delivery):
         await asyncio.gather(*(self._abort(run) for run in runs))
 
     async def _abort(self, run: TaskRun) -> None:
-        txn = run.output.txn
-        if txn is None or not txn.open:
+        txn = txn_of(run)
+        if not txn.open:
             return
         try:
             await txn.abort(DRAIN_TIMEOUT_S)
         except Exception as raised:
-            self._failed(run, raised, Phase.ABORT)
+            self.failed(run, raised, Phase.ABORT)
 
     async def close(self, runs: Iterable[TaskRun]) -> None:
-        closing = [r.output.txn.close(DRAIN_TIMEOUT_S, self._close_failed) for r in runs if r.output.txn]
-        await asyncio.gather(*closing)
+        await asyncio.gather(*(txn_of(r).close(DRAIN_TIMEOUT_S, self._close_failed) for r in runs))
 
     def transactions(self, now_ms: int) -> dict[str, dict[str, Any]] | None:
-        return {r.name: r.output.txn.snapshot(now_ms) for r in self.tasks.sorted() if r.output.txn}
+        return {r.name: txn_of(r).snapshot(now_ms) for r in self.tasks.sorted()}

@@ -10,7 +10,8 @@ from collections.abc import Callable, Sequence
 from sidecar.config import SidecarConfig, load_config
 from sidecar.service.health import Health
 from sidecar.service.pipeline import Pipeline
-from sidecar.service.supervisor import FatalError, Supervisor
+from sidecar.service.run_state import FatalError
+from sidecar.service.supervisor import Supervisor
 from tests.fakes.kafka import FakeClients, FakeCluster, Stored
 
 OUT = "out"

@@ -29,7 +29,7 @@ from sidecar.kafka.admin import AdminError
 from sidecar.kafka.clients import ClientStartError
 from sidecar.service.failures import RULES, Action, ErrorHandler, Phase, decide, describe, is_retriable
 from sidecar.service.health import Health
-from sidecar.service.supervisor import Failed, Restarting, RunControl
+from sidecar.service.run_state import Failed, Restarting, RunControl
 
 ALO, EOS = "at_least_once", "exactly_once_v2"
 SINGLE, PARTITION = "single", "partition"

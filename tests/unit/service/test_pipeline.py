@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from sidecar.service import pipeline as pipeline_module
 from sidecar.service.health import Health
-from sidecar.service.supervisor import Failed
+from sidecar.service.run_state import Failed
 from tests.fakes.kafka import FakeCluster, FakeProducer
 
 from .harness import OUT, config, reference_merge, run_until, sidecar, sources

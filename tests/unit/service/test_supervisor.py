@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import pytest
 
 from sidecar.config import load_config
-from sidecar.service.supervisor import (
+from sidecar.service.run_state import (
     MAX_RESTARTS,
     Failed,
     FatalError,
@@ -16,8 +16,8 @@ from sidecar.service.supervisor import (
     RunControl,
     Running,
     Stopping,
-    Supervisor,
 )
+from sidecar.service.supervisor import Supervisor
 
 
 def control() -> RunControl:
