@@ -50,10 +50,13 @@ comes in; nor is it waited for again until it delivers.
 With fewer than :data:`WARM_UP` gaps, the idle is the budget: a sidecar that has just started
 keeps order first, and waits at most what the user accepted. Which topology pays for that: a
 partition that is always empty costs one budget wait, once (its spell starts once a fetch shows
-it caught up, and it is not waited for again until it delivers); a replay of history costs nothing (lag > 0
-blocks per KIP-695, and teaches nothing); a quiet hour changes nothing (the window is counted in
-gaps, not in time). Choosing 0 instead would send the first records of every new partition out
-of order until it had learnt — the very thing a user of ``auto`` asked not to see.
+it caught up, and it is not waited for again until it delivers); a replay of history costs
+nothing (lag > 0 blocks per KIP-695, and teaches nothing); a quiet hour changes nothing (the
+window is counted in gaps, not in time); a producer whose gaps all exceed the budget pays the
+budget on each of its first :data:`WARM_UP` gaps, for nothing — hence a short warm-up: below 20
+gaps the 95th percentile is the largest needed wait anyway, so 4 gaps already give the cautious
+answer. Choosing 0 instead would send the first records of every new partition out of order
+until it had learnt — the very thing a user of ``auto`` asked not to see.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ WINDOW = 64
 #: The share of the window's arrivals the learnt idle keeps in order, in percent.
 COVERED_PERCENT = 95
 #: Gaps needed before the learnt idle replaces the budget.
-WARM_UP = 8
+WARM_UP = 4
 
 
 class PartitionGaps:
