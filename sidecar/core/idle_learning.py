@@ -3,7 +3,9 @@
 Theory of operation
 -------------------
 A fixed ``max.task.idle.ms`` is a guess about every producer at once. Here each input partition
-gets its own idle, learnt from what the task saw of it. The learner hears four facts:
+gets its own idle, learnt from what the task saw of it. The task tells it what happens in the
+task's own terms (``observe`` at each poll, ``wait_for`` when judging an empty partition,
+``arrival`` at a push into one); underneath, the learner hears four facts:
 
 * **quiet** (``quiet``) — the partition is empty and a fetch showed it caught up (lag 0): a
   *quiet spell* starts, unless one already runs. Only the task's decision points report it (a
@@ -63,7 +65,13 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from sidecar.core.records import UNKNOWN
+
+if TYPE_CHECKING:
+    from sidecar.core.merge import PartitionState
 
 #: How many recent gaps a partition's idle is learnt from.
 WINDOW = 64
@@ -105,6 +113,40 @@ class IdleLearner:
             raise ValueError(f"max.task.idle.budget.ms must be a positive number of ms, got {budget_ms}")
         self.budget_ms = budget_ms
         self._parts = [PartitionGaps(budget_ms) for _ in range(partitions)]
+        #: The latest record the task held back at its last decision point.
+        self._held_max = UNKNOWN
+
+    # -- what the task tells, in its own terms ------------------------------------------------------
+
+    def observe(self, parts: Sequence[PartitionState], now_ms: int) -> None:
+        """At each decision point (a poll): the quiet spells of partitions empty and caught up
+        start here, even while the task has nothing else to emit; and the latest record held back
+        is noted — what the task would have emitted by now had it not waited."""
+        held = UNKNOWN
+        for p in parts:
+            ts = p.timestamps
+            if p.head < len(ts):
+                held = max(held, ts[-1])  # its largest when sorted; a record it holds anyway
+            elif p.lag == 0 and not p.paused:
+                self.quiet(p.index, now_ms)
+        self._held_max = held
+
+    def wait_for(self, p: PartitionState, now_ms: int) -> int:
+        """The idle the readiness rule applies, at ``now_ms``, to the empty partition ``p``: what is
+        left of its learnt idle. Judging a caught-up partition starts its quiet spell."""
+        if p.lag == 0 and not p.paused:
+            self.quiet(p.index, now_ms)
+        return self.wait_ms(p.index, now_ms)
+
+    def arrival(self, p: PartitionState, now_ms: int, stream_time: int) -> None:
+        """Records reached the empty partition ``p``: its first would have been late had the task
+        not waited for it if below the stream time, or below what the task held back at its last
+        decision point (records pushed since, in the same fetch, would not have gone out first)."""
+        self.arrived(p.index, now_ms, p.timestamps[p.head] < max(stream_time, self._held_max))
+
+    def why_idling(self, p: PartitionState, until_ms: int) -> str:
+        """``blocked_by``'s reason while ``p`` is waited for, for ``/status``."""
+        return f"idling until {until_ms} (caught up; max.task.idle.ms=auto: {self.basis(p.index)})"
 
     # -- facts ------------------------------------------------------------------------------------
 

@@ -188,8 +188,6 @@ class MergeTask:
             for i, tp in enumerate(partitions)
         ]
         self._by_tp = {p.tp: p for p in self._parts}
-        #: The latest record held back at the last poll (under ``auto``, to judge arrivals).
-        self._held_max = UNKNOWN
         #: Under ``max.task.idle.ms=auto``: what each partition's gaps taught (else ``None``).
         self._learner = (
             IdleLearner(len(self._parts), cfg.max_task_idle_budget_ms)
@@ -263,7 +261,7 @@ class MergeTask:
                 p.deadline = None  # data arrived: the idle clock starts afresh when next empty
                 p.frozen_remaining = None
                 if self._learner is not None:
-                    self._arrived(p)
+                    self._learner.arrival(p, self._clock or 0, self._stream_time)
                 heapq.heappush(self._heap, (p.timestamps[p.head], p.rank, p.index))
 
     def _ahead_limit(self) -> int | None:
@@ -363,7 +361,7 @@ class MergeTask:
         watermark = self._advance_watermarks(now_ms)
         idle = cfg.max_task_idle_ms
         if self._learner is not None:
-            self._observe_for_learning(now_ms)
+            self._learner.observe(self._parts, now_ms)
         enforced = False
         blocking: list[TopicPartition] = []
         deadline: int | None = None
@@ -404,49 +402,19 @@ class MergeTask:
         assert deadline is not None
         return WaitUntil(deadline if heartbeat_at is None else min(deadline, heartbeat_at))
 
-    def _idle_for(self, p: PartitionState, now_ms: int, judging: bool = True) -> int:
-        """The idle the readiness rule applies to the empty partition ``p``: the setting, or under
-        ``auto`` what is left of its learnt idle, counted from the start of its quiet spell (which
-        a judgement of a caught-up partition starts; ``judging=False`` only looks, for /status)."""
-        learner = self._learner
-        if learner is None:
-            return self.config.max_task_idle_ms
-        if judging and p.lag == 0 and not p.paused:
-            learner.quiet(p.index, now_ms)
-        return learner.wait_ms(p.index, now_ms)
+    def _idle_for(self, p: PartitionState, now_ms: int) -> int:
+        """The idle the readiness rule applies to the empty partition ``p``: the setting, or what
+        ``auto`` learnt for it (see ``idle_learning.py``)."""
+        return self.config.max_task_idle_ms if self._learner is None else self._learner.wait_for(p, now_ms)
 
     def _explain(self, p: PartitionState, now_ms: int) -> str | None:
         """Why the empty partition ``p`` holds the task back (``None``: it does not), for /status."""
-        idle = self._idle_for(p, now_ms, judging=False)
+        learner = self._learner
+        idle = self.config.max_task_idle_ms if learner is None else learner.wait_ms(p.index, now_ms)
         verdict = judge(p, now_ms, idle)
-        if self._learner is None or verdict is not Verdict.IDLING:
+        if learner is None or verdict is not Verdict.IDLING:
             return explain(verdict, p, now_ms, idle)
-        until = p.deadline if p.deadline is not None else now_ms + idle
-        return f"idling until {until} (caught up; max.task.idle.ms=auto: {self._learner.basis(p.index)})"
-
-    def _observe_for_learning(self, now_ms: int) -> None:
-        """At each decision point: the quiet spells of partitions empty and caught up start here
-        (even while the task has nothing else to emit), and the latest record held back is noted
-        — what the task would have emitted by now had it not waited."""
-        assert self._learner is not None
-        quiet = self._learner.quiet
-        held = UNKNOWN
-        for p in self._parts:
-            ts = p.timestamps
-            if p.head < len(ts):
-                held = max(held, ts[-1])  # its largest when sorted; a record it holds anyway
-            elif p.lag == 0 and not p.paused:
-                quiet(p.index, now_ms)
-        self._held_max = held
-
-    def _arrived(self, p: PartitionState) -> None:
-        """Records reached the empty partition ``p``: the learner hears whether the first of them
-        would have been late had the task not waited for it — below the stream time, or below
-        what the task held back at its last decision point (records pushed since, in the same
-        fetch, would not have gone out before it either)."""
-        assert self._learner is not None
-        late = p.timestamps[p.head] < max(self._stream_time, self._held_max)
-        self._learner.arrived(p.index, self._clock or 0, late)
+        return learner.why_idling(p, p.deadline if p.deadline is not None else now_ms + idle)
 
     def _advance_watermarks(self, now_ms: int) -> int:
         values: list[int | None] = []
