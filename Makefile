@@ -9,13 +9,14 @@ MVN    ?= mvn
 STAMP_PY   := $(VENV)/.installed
 STAMP_JARS := .cache/jars/.fetched
 STAMP_PROM := .cache/tools/.prometheus
+STAMP_REGISTRY := .cache/registry/.fetched
 POMS := deploy/local/pom.xml deploy/local/broker/pom.xml deploy/local/spark/pom.xml
 PYTEST_ARGS ?=
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all demo test test-chaos lint format jars venv broker-start broker-stop clean bench deploy-check deploy-tools prometheus
+.PHONY: all demo test test-chaos lint format jars venv broker-start broker-stop registry registry-start registry-stop clean bench deploy-check deploy-tools prometheus
 
 all: test
 
@@ -24,7 +25,7 @@ $(PY):
 
 # setup.py and the .pyx files: the editable install compiles the output encoder and the
 # fetched-record reader in place, so a change to either must rebuild.
-$(STAMP_PY): pyproject.toml setup.py sidecar/output/_stamp_encoder.pyx sidecar/kafka/_fetched.pyx | $(PY)
+$(STAMP_PY): pyproject.toml setup.py sidecar/output/_stamp_encoder.pyx sidecar/kafka/_fetched.pyx sidecar/formats/_avro_plan.pyx | $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,spark,bench]'
 	@touch $@
@@ -36,6 +37,14 @@ $(STAMP_JARS): $(POMS)
 
 venv: $(STAMP_PY)
 jars: $(STAMP_JARS)
+
+# Apicurio Registry (Schema Registry with Confluent's API) for the avro:/protobuf: tests: its
+# tar.gz (~158 MB) is fetched once with mvn into .cache/registry and unpacked there.
+$(STAMP_REGISTRY): deploy/local/registry.py
+	$(PYTHON) deploy/local/registry.py fetch
+	@touch $@
+
+registry: $(STAMP_REGISTRY)
 
 # Prometheus and promtool (Debian's `prometheus` package, 2.42): the alert rules' checks and the
 # test that scrapes a running sidecar and runs the dashboard's queries. Installed with apt-get
@@ -54,7 +63,7 @@ $(STAMP_PROM):
 prometheus: $(STAMP_PROM)
 
 # Lint first: CI holds the style and the types as it holds the tests.
-test: lint $(STAMP_PY) $(STAMP_JARS) $(STAMP_PROM)
+test: lint $(STAMP_PY) $(STAMP_JARS) $(STAMP_PROM) $(STAMP_REGISTRY)
 	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_ARGS)
 
 # The fault tests (tests/faults) at the size of the reliability issue: 200,000 records, 12 kill -9
@@ -89,6 +98,12 @@ broker-start: $(STAMP_JARS)
 
 broker-stop:
 	$(PYTHON) deploy/local/kafka.py stop
+
+registry-start: $(STAMP_REGISTRY)
+	$(PYTHON) deploy/local/registry.py start
+
+registry-stop:
+	$(PYTHON) deploy/local/registry.py stop
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

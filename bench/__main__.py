@@ -29,7 +29,7 @@ def run_bench(
     import logging
     import time
 
-    from bench import harness, report
+    from bench import harness, plots, report
     from bench import plan as bench_plan
     from bench.progress import console
     from testkit.local_broker import kafka
@@ -44,7 +44,7 @@ def run_bench(
         results = asyncio.run(harness.run(bootstrap, plan, out))
     results["wall_s_including_broker"] = round(time.monotonic() - started, 1)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    paths = report.plots(results, out)
+    paths = plots.plots(results, out)
     (out / "report.md").write_text(report.markdown(results, paths))
     console.print(report.markdown(results).split("## Throughput")[0])
     console.print(f"written: {out / 'results.json'}, {out / 'report.md'}, {len(paths)} plots in {out}")
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "readme":
-        from bench import report
+        from bench import readmes
 
         repo = Path(__file__).resolve().parents[1]
         results = None
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{args.results} is a partial run (--no-live/--no-curves/--no-spark): READMEs left alone"
                 )
                 return 0
-        for path in report.update_readmes(results, repo, args.results.parent):
+        for path in readmes.update_readmes(results, repo, args.results.parent):
             print(f"rewritten: {path.relative_to(repo)}")
         return 0
 

@@ -3,7 +3,7 @@
 The curves a user sizes a sidecar with. Each point is one backlog — keyless records on two
 topics of ``partitions / 2`` partitions each, written before the systems start — drained by each
 curve system (timesync idle 0 and the passthrough) exactly as in the throughput phase
-(:func:`bench.harness.throughput_run`). The partition axis holds the record size at its first
+(:func:`bench.backlog.throughput_run`). The partition axis holds the record size at its first
 value; the size axis holds the partitions at theirs (the point they share is run once).
 
 :func:`growth` reads the slope of each curve on log–log axes: 0 is flat, 1 grows like the axis
@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from bench.backlog import shape_events, throughput_run, write_backlog
 from bench.plan import Plan
 from bench.progress import console
 
@@ -38,8 +39,6 @@ def records_for(p: Plan, value_bytes: int) -> int:
 
 
 async def curves_phase(bootstrap: str, tag: str, p: Plan, log_dir: Path) -> dict[str, Any]:
-    from bench import harness  # the throughput machinery; imported here, harness imports us
-
     runs: list[dict[str, Any]] = []
     for partitions, value_bytes in points(p):
         per_topic = max(1, partitions // 2)
@@ -48,13 +47,13 @@ async def curves_phase(bootstrap: str, tag: str, p: Plan, log_dir: Path) -> dict
             f"bench-{tag}-cv-{partitions}-{value_bytes}-b",
         ]
         n = records_for(p, value_bytes)
-        events = harness.shape_events("keyless", topics, per_topic, n, p.seed, value_bytes)
-        backlog = await harness.write_backlog(
+        events = shape_events("keyless", topics, per_topic, n, p.seed, value_bytes)
+        backlog = await write_backlog(
             bootstrap, "curve", events, topics, per_topic, f"curves: {partitions} partitions, {value_bytes} B"
         )
         del events
         for spec in p.curve_systems:
-            result, _ = await harness.throughput_run(
+            result, _ = await throughput_run(
                 bootstrap, f"{tag}-cv{partitions}-{value_bytes}", spec, backlog, log_dir, False
             )
             console.print(

@@ -1,7 +1,7 @@
 """What one ``bench run`` does: the systems, workloads and sizes, chosen once from the flags.
 
-Its own module so that the phases (:mod:`bench.harness`, :mod:`bench.spark_bench`) can both read a
-plan without importing each other.
+Its own module so that the phases (:mod:`bench.throughput`, :mod:`bench.curves`,
+:mod:`bench.live`, :mod:`bench.spark_bench`) can all read a plan without importing each other.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Plan:
     throughput_repeats: int = 1  # rounds for the headline systems (median reported)
     steady_repeats: int = 1  # rounds of passthrough and timesync idle 0 on steady (median p99)
     value_bytes: int = 100
-    #: record shapes of the throughput phase (bench.harness.SHAPES); the first one runs
+    #: record shapes of the throughput phase (bench.throughput.SHAPES); the first one runs
     #: ``throughput_systems`` and the order checks, the others ``realistic_systems``
     throughput_shapes: tuple[str, ...] = ("keyless", "json")
     realistic_systems: tuple[SystemSpec, ...] = ()

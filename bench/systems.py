@@ -135,6 +135,16 @@ def usage(pid: int) -> Usage:
     return Usage(cpu, hwm_kb * 1024)
 
 
+def usage_fields(pid: int, cpu_at_ready: float) -> dict[str, Any]:
+    """A run's ``cpu_s`` (since the system was ready), ``cpu_s_with_start`` and ``peak_rss_mib``."""
+    used = usage(pid)
+    return {
+        "cpu_s": round(used.cpu_s - cpu_at_ready, 2),
+        "cpu_s_with_start": round(used.cpu_s, 2),
+        "peak_rss_mib": round(used.peak_rss_bytes / 2**20, 1),
+    }
+
+
 class CpuSampler:
     """Samples a process's CPU seconds every ``every_s`` (wall-clock ms, CPU s), so the CPU spent
     between two instants known only afterwards (first and last output) can be read off."""

@@ -24,6 +24,28 @@ class UsageError(ValueError):
     """A bad option value; the message is one line meant for the user."""
 
 
+_SECRET_WORDS = ("password", "secret", "token", "jaas", "credential")
+_KEY = re.compile(r"[A-Za-z0-9_.\-]+")
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` (``--kafka-option``, ``--conf``) as a pair; ``ValueError`` when there is no
+    ``=`` or the key is not a dotted name (letters, digits, ``.``, ``_``, ``-``).
+
+    The message never repeats a value: a pair such as ``kafka.sasl.jaas.config ...password="x";``
+    typed without ``=`` would otherwise put a password into the error and the job's log. It names
+    the key only when the text starts with one that is no secret's."""
+    key, sep, value = text.partition("=")
+    if sep and _KEY.fullmatch(key):
+        return key, value
+    head = re.split(r"[\s:=]", text.strip(), maxsplit=1)[0]
+    if _KEY.fullmatch(head) and not any(word in head.lower() for word in _SECRET_WORDS):
+        shown = repr(head) + (" followed by a hidden value" if head != text.strip() else "")
+    else:
+        shown = "a value (hidden: it may hold a secret)"
+    raise ValueError(f"{shown} is not key=value")
+
+
 def parse_duration(text: str, option: str, *, allow_zero: bool = False) -> int:
     """``"250ms"``, ``"5s"``, ``"2m"``, ``"1h"``, ``"1d"`` or a bare integer (ms) → milliseconds."""
     match = _DURATION.match(text)

@@ -246,12 +246,21 @@ def _short(node: object) -> str:
 
 
 def parse_extractor(spec: str) -> TimestampExtractor:
-    """``record`` or ``json:<dotted.path>[:ms|s|iso]``; a bad spec raises ``ValueError`` saying why."""
+    """``record``, ``json:<dotted.path>[:ms|s|iso]``, or ``avro:``/``protobuf:<dotted.path>[:ms|s|us|iso]``
+    (:mod:`sidecar.formats.extractor`); a bad spec raises ``ValueError`` saying why."""
     if spec == "record":
         return RecordTimestamp()
+    if spec.startswith(("avro:", "protobuf:")):
+        # Imported here: fastavro and protobuf load only for a sidecar that reads them.
+        from sidecar.formats.extractor import parse_schema_extractor
+
+        return parse_schema_extractor(spec)
     kind, _, rest = spec.partition(":")
     if kind != "json" or not rest:
-        raise ValueError(f"expected 'record' or 'json:<dotted.path>[:ms|s|iso]', got {spec!r}")
+        raise ValueError(
+            f"expected 'record', 'json:<dotted.path>[:ms|s|iso]', 'avro:<dotted.path>[:ms|s|us|iso]' or "
+            f"'protobuf:<dotted.path>[:ms|s|us|iso]', got {spec!r}"
+        )
     path, _, unit = rest.partition(":")
     unit = unit or "ms"
     if unit not in get_args(JsonUnit):

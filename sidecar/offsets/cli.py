@@ -17,7 +17,7 @@ import os
 import sys
 import time
 import warnings
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
@@ -26,6 +26,7 @@ from sidecar.config import ConfigError, SidecarConfig, load_config
 from sidecar.kafka.admin import AdminError
 from sidecar.offsets.kafka import GroupOffsets, Refused
 from sidecar.offsets.plan import HEADER, Mode, Move, PlanError, Target, plain, plan, table, target
+from sidecar.service import claim
 
 EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
 
@@ -99,20 +100,70 @@ def main(argv: list[str]) -> int:
     return EXIT_OK
 
 
-async def reset(config: SidecarConfig, goal: Target, dry_run: bool) -> list[Move]:
-    """Read, plan and (unless ``dry_run``) commit. Refuses before planning, and checks again
-    just before the write, so a sidecar started while the plan was read is not overwritten (a
-    narrower window, not none: a sidecar starting between the check and the commit would start
-    from the old offsets)."""
+#: How long a reset waits after its commit before checking that nobody wrote over it: a
+#: single-task sidecar renews its claim (and so re-commits what it read at start) within
+#: ``claim.REFRESH_S`` of starting.
+SETTLE_S = claim.REFRESH_S + 1.0
+
+
+def fence_owner() -> str:
+    """The owner of the reset's own claim (no sidecar's host name has a space)."""
+    return f"offsets reset on {claim.owner()}"
+
+
+async def reset(config: SidecarConfig, goal: Target, dry_run: bool, settle_s: float = SETTLE_S) -> list[Move]:
+    """Read, plan and (unless ``dry_run``) commit, refusing while a sidecar runs.
+
+    The race with a single-task sidecar that starts meanwhile is closed in three steps:
+
+    1. **Fence.** The new offsets are committed first with the reset's own running claim, so a
+       sidecar that starts from then on is refused (:mod:`sidecar.service.claim`).
+    2. **Check again,** ignoring the fence: a sidecar that started before it and has committed
+       since is seen, and the reset is refused.
+    3. **Commit, then verify.** The offsets are committed again without a claim (any sidecar may
+       start now, from them), and after ``settle_s`` — longer than a sidecar takes to renew its
+       claim — read back: if a sidecar that started before the fence wrote over them, the reset
+       fails with exit 1 naming it, instead of being lost in silence.
+    """
     async with GroupOffsets(config) as group:
         tps = await group.partitions()
         committed = await group.committed()
         await group.check_idle(committed)
         moves = plan(await group.facts(tps, committed, goal), goal)
-        if not dry_run:
-            await group.check_idle(await group.committed())
-            await group.commit({TopicPartition(m.topic, m.partition): m.new for m in moves})
+        if dry_run:
+            return moves
+        new = {TopicPartition(m.topic, m.partition): m.new for m in moves}
+        me = fence_owner()
+        fence = claim.encode(claim.Claim(me, int(time.time() * 1000), "running"))
+        await group.commit(new, fence)
+        await group.check_idle(await group.committed(), me=me)
+        await group.commit(new)
+        if config.task_grouping == "single" and settle_s > 0:
+            await asyncio.sleep(settle_s)
+            await verify(group, new)
         return moves
+
+
+async def verify(group: GroupOffsets, new: dict[TopicPartition, int]) -> None:
+    """Raise :class:`Refused` if the group's committed offsets are no longer ``new``."""
+    now = await group.committed()
+    moved = sorted(
+        f"{tp.topic}-{tp.partition}" for tp, offset in new.items() if _offset(now.get(tp)) != offset
+    )
+    if not moved:
+        return
+    owners = sorted(
+        {c.owner for c in (claim.decode(getattr(o, "metadata", None)) for o in now.values()) if c}
+    )
+    who = f" (host {', '.join(owners)})" if owners else ""
+    raise Refused(
+        f"a sidecar{who} started during the reset and committed over it on {', '.join(moved)}: "
+        "stop every sidecar of the group, then reset again"
+    )
+
+
+def _offset(committed: Any) -> int | None:
+    return None if committed is None else int(committed.offset)
 
 
 def show(moves: list[Move]) -> None:

@@ -76,10 +76,10 @@ async def group_members(admin: AIOKafkaAdminClient, group: str) -> Members:
 
 
 def refusal(
-    group: str, members: Members, claims: Sequence[claim.Claim | None], now_ms: int
+    group: str, members: Members, claims: Sequence[claim.Claim | None], now_ms: int, me: str = ""
 ) -> Refused | None:
     """Why the offsets of ``group`` must not change now, or ``None``: active members, or a fresh
-    running claim of a single-task sidecar."""
+    running claim of a single-task sidecar (any owner but ``me``)."""
     if members.hosts or members.state not in _NO_MEMBERS:
         hosts = ", ".join(sorted(set(members.hosts))) or "none listed"
         return Refused(
@@ -87,7 +87,7 @@ def refusal(
             f"hosts {hosts}): stop every sidecar of the group, then reset"
         )
     # "" is no host name: every running claim counts, this host's too.
-    running = claim.conflict(claims, "", now_ms)
+    running = claim.conflict(claims, me, now_ms)
     if running is not None:
         age = max(0, now_ms - running.at_ms) / 1000
         return Refused(
@@ -152,11 +152,12 @@ class GroupOffsets:
         )
         return offsets
 
-    async def check_idle(self, committed: dict[TopicPartition, Any]) -> None:
-        """Raise :class:`Refused` while a sidecar runs on the group."""
+    async def check_idle(self, committed: dict[TopicPartition, Any], me: str = "") -> None:
+        """Raise :class:`Refused` while a sidecar runs on the group (``me``: a claim owner that
+        is no sidecar, the reset's own fence)."""
         members = await _patiently(lambda: group_members(self.admin, self.group))
         claims = [claim.decode(getattr(o, "metadata", None)) for o in committed.values()]
-        refused = refusal(self.group, members, claims, int(time.time() * 1000))
+        refused = refusal(self.group, members, claims, int(time.time() * 1000), me)
         if refused is not None:
             raise refused
 
@@ -184,13 +185,14 @@ class GroupOffsets:
             )
         return out
 
-    async def commit(self, offsets: dict[TopicPartition, int]) -> None:
-        """Commit ``offsets`` for the group from outside it (generation -1, no member id), with
-        empty metadata: no claim, so the next sidecar of any host may start at once."""
+    async def commit(self, offsets: dict[TopicPartition, int], metadata: str = "") -> None:
+        """Commit ``offsets`` for the group from outside it (generation -1, no member id). With
+        empty ``metadata`` (the default) they carry no claim, so the next sidecar of any host may
+        start at once; a fence passes its own claim."""
         writer = AIOKafkaConsumer(group_id=self.group, enable_auto_commit=False, **self._options)
         await connect(writer.start(), "the consumer", self.config.bootstrap_servers)
         try:
             writer.assign(list(offsets))
-            await writer.commit({tp: OffsetAndMetadata(offset, "") for tp, offset in offsets.items()})
+            await writer.commit({tp: OffsetAndMetadata(offset, metadata) for tp, offset in offsets.items()})
         finally:
             await writer.stop()

@@ -82,12 +82,18 @@ def parse_duration(text: str) -> timedelta:
     if match is None or not any(match.groupdict().values()) or text.strip().upper().endswith("T"):
         raise PlanError(f"--by-duration {text!r} is not an ISO-8601 duration like PT2H, PT30M or P1DT12H")
     parts = {k: float(v) for k, v in match.groupdict().items() if v is not None}
-    return timedelta(
-        days=parts.get("d", 0.0),
-        hours=parts.get("h", 0.0),
-        minutes=parts.get("m", 0.0),
-        seconds=parts.get("s", 0.0),
-    )
+    try:
+        return timedelta(
+            days=parts.get("d", 0.0),
+            hours=parts.get("h", 0.0),
+            minutes=parts.get("m", 0.0),
+            seconds=parts.get("s", 0.0),
+        )
+    except OverflowError:
+        raise PlanError(
+            f"--by-duration {text!r} is longer than any log (at most {timedelta.max.days} days); "
+            "--to-earliest replays everything"
+        ) from None
 
 
 def parse_datetime(text: str) -> int:

@@ -38,6 +38,10 @@ from sidecar.service.failures import is_retriable
 REFRESH_S = 5.0
 #: A running claim older than this no longer blocks a start (its owner is gone or wedged).
 STALE_S = 30.0
+#: The most two hosts' clocks may disagree. A claim stamped further ahead than this is not
+#: believed (a wrong clock, or a forged stamp, must not block the group for ever): it counts as
+#: stale, as a claim older than ``STALE_S`` does.
+MAX_CLOCK_SKEW_S = 60.0
 
 ClaimState = Literal["running", "stopped"]
 
@@ -79,12 +83,17 @@ def decode(metadata: str | None) -> Claim | None:
         return None
 
 
+def fresh(claim: Claim, now_ms: int) -> bool:
+    """Whether ``claim`` was stamped within the last ``STALE_S``, allowing for clocks up to
+    ``MAX_CLOCK_SKEW_S`` ahead of ours (a stamp further in the future is not believed)."""
+    age_ms = now_ms - claim.at_ms
+    return -MAX_CLOCK_SKEW_S * 1000 <= age_ms < STALE_S * 1000
+
+
 def conflict(claims: Iterable[Claim | None], me: str, now_ms: int) -> Claim | None:
-    """The freshest running claim of another owner newer than ``STALE_S``, if any."""
+    """The freshest running claim of another owner (see :func:`fresh`), if any."""
     live = [
-        c
-        for c in claims
-        if c is not None and c.state == "running" and c.owner != me and now_ms - c.at_ms < STALE_S * 1000
+        c for c in claims if c is not None and c.state == "running" and c.owner != me and fresh(c, now_ms)
     ]
     return max(live, key=lambda c: c.at_ms, default=None)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from sidecar.config import SidecarConfig
     from sidecar.kafka.clients import ClientFactory
-    from sidecar.service.failures import ErrorHandler
+    from sidecar.service.error_handler import ErrorHandler
     from sidecar.service.health import Health
     from sidecar.service.metrics import Metrics
     from sidecar.service.run_state import RunControl

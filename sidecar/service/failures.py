@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from aiokafka.errors import (
     ClusterAuthorizationFailedError,
@@ -49,12 +48,7 @@ from sidecar.core.deadletters import DeadLetterRatioExceeded
 from sidecar.core.timestamps import InvalidTimestampError, RefusedTimestampError
 from sidecar.kafka.admin import AdminError
 from sidecar.kafka.clients import ClientStartError
-
-if TYPE_CHECKING:
-    from sidecar.config import SidecarConfig
-    from sidecar.service.run_state import RunControl
-
-log = logging.getLogger("timesync")
+from sidecar.registry.client import RegistryRefusedError
 
 Guarantee = Literal["at_least_once", "exactly_once_v2"]
 Grouping = Literal["single", "partition"]
@@ -190,6 +184,13 @@ RULES: tuple[Rule, ...] = (
         Action.FATAL,
         "{error}",
         "A bad deploy must not route the whole stream to the dead letter queue.",
+    ),
+    Rule(
+        (RegistryRefusedError,),
+        _ALL,
+        Action.FATAL,
+        "{error}",
+        "The schema registry refuses the credentials: every retry would be refused again.",
     ),
     Rule(
         NOT_RESTARTABLE,
@@ -342,7 +343,9 @@ def describe(error: BaseException) -> str:
     """An error as one line, with its type's name (aiokafka's messages often lack it)."""
     if isinstance(error, asyncio.CancelledError):
         return "CancelledError"
-    if isinstance(error, (*SETUP_ERRORS, InvalidTimestampError, DeadLetterRatioExceeded)):
+    if isinstance(
+        error, (*SETUP_ERRORS, InvalidTimestampError, DeadLetterRatioExceeded, RegistryRefusedError)
+    ):
         return str(error)  # our own errors: their message is the sentence
     text = str(error) or type(error).__name__
     return text if type(error).__name__ in text else f"{type(error).__name__}: {text}"
@@ -358,42 +361,3 @@ def decide(
             fields = {"task": "?", "txn_id": "?", "group": "?", "topic": "?", "bound": "?", **context}
             return Decision(rule.action, rule.message.format(error=describe(error), **fields), rule)
     raise error
-
-
-class ErrorHandler:
-    """Applies the table: judges an error and acts on the run state (fail, restart) or logs it.
-
-    The caller keeps only what is local to it (forgetting a lost task's transaction, putting
-    offsets back for a later commit), guided by the :class:`Action` returned.
-    """
-
-    def __init__(self, control: RunControl, config: SidecarConfig) -> None:
-        self.control = control
-        self.guarantee: Guarantee = config.processing_guarantee
-        self.grouping: Grouping = config.task_grouping
-        timeout = config.delivery_timeout_ms
-        self.context = {
-            "group": config.effective_group_id,
-            "topic": config.output_topic,
-            "bound": "max" if timeout >= 2**63 - 1 else str(timeout),
-        }
-
-    def handle(self, error: BaseException, phase: Phase, **context: str) -> Action:
-        """Judge ``error`` and act: fail or restart the run, or log; a fault being retried (a
-        restart, a failed commit) also shows as degraded health until the cluster answers."""
-        decision = decide(error, phase, self.guarantee, self.grouping, **{**self.context, **context})
-        action = decision.action
-        health = self.control.health
-        if action is Action.FATAL:
-            self.control.fail(decision.message)
-        elif action is Action.RESTART:
-            self.control.restart(decision.message)
-            if health is not None:
-                health.degraded(f"restarting from the committed offsets: {decision.message}")
-        elif action is Action.TASK_LOST:
-            log.info("%s", decision.message)
-        elif decision.message:
-            log.warning("%s", decision.message)
-            if health is not None and phase is not Phase.CLOSE:
-                health.degraded(decision.message)
-        return action

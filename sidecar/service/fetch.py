@@ -27,6 +27,7 @@ from aiokafka import TopicPartition as KafkaTopicPartition
 
 from sidecar.core import TopicPartition
 from sidecar.kafka.clients import IsolationLevel
+from sidecar.registry.batches import batch_schemas
 from sidecar.service.context import StartContext
 from sidecar.service.tasks import TaskRegistry
 
@@ -57,6 +58,8 @@ class InputFeed:
         #: Seeks so far, and the seek count at each partition's last seek.
         self._seeks = 0
         self._seeked: dict[TopicPartition, int] = {}
+        #: Resolves schema ids before a push (``avro:``/``protobuf:`` extractors only).
+        self.schemas = batch_schemas(ctx)
 
     async def fetch(self, timeout_ms: int) -> tuple[Fetched, int]:
         """Records fetched within ``timeout_ms``, and the seek count when they came back."""
@@ -95,6 +98,8 @@ class InputFeed:
                 continue
             run.task.observe_fetch(tp, high, await consumer.position(tp), responded)
             self.health.contact()
+        if self.schemas is not None and not await self.schemas.ready(fetched, tasks):
+            return  # stopping while the registry was away: the batch is not pushed
         records_in = 0
         for tp, records in fetched.items():
             run = tasks.owner(tp)

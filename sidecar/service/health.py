@@ -33,6 +33,9 @@ class Health:
         self._last_contact = clock()
         self._degraded: str | None = None
         self._degraded_since = 0.0
+        #: A service outside Kafka the sidecar waits for (the schema registry), and since when.
+        self._waiting: str | None = None
+        self._waiting_since = 0.0
 
     def started(self) -> None:
         self._started = True
@@ -49,6 +52,14 @@ class Health:
             self._degraded_since = self.clock()
         self._degraded = reason
 
+    def waiting_for(self, reason: str | None) -> None:
+        """Degraded while waiting for a service outside Kafka (``None``: it answers again).
+        Unlike :meth:`degraded`, answers from the cluster do not clear it: Kafka answering says
+        nothing about the schema registry."""
+        if reason is not None and self._waiting is None:
+            self._waiting_since = self.clock()
+        self._waiting = reason
+
     def failed(self, reason: str) -> None:
         self._failed = reason
 
@@ -58,6 +69,8 @@ class Health:
         if not self._started:
             return "starting", self._degraded or "connecting to Kafka"
         now = self.clock()
+        if self._waiting is not None:
+            return "degraded", f"{self._waiting} (for {now - self._waiting_since:.0f} s; retrying)"
         if self._degraded is not None:
             return "degraded", f"{self._degraded} (for {now - self._degraded_since:.0f} s; retrying)"
         quiet = now - self._last_contact

@@ -46,10 +46,12 @@ from sidecar.core.timestamps import InvalidTimestampError
 from sidecar.kafka import fetch_hook
 from sidecar.kafka.clients import MAX_FETCH_WAIT_MS, ClientFactory, KafkaClients, close_quietly, connect
 from sidecar.output.encoder import native_available
+from sidecar.registry.client import RegistryRefusedError
 from sidecar.service import claim
 from sidecar.service.context import StartContext
 from sidecar.service.delivery import make_delivery
-from sidecar.service.failures import CLIENT_ERRORS, SETUP_ERRORS, ErrorHandler, Phase
+from sidecar.service.error_handler import ErrorHandler
+from sidecar.service.failures import CLIENT_ERRORS, SETUP_ERRORS, Phase
 from sidecar.service.fetch import InputFeed
 from sidecar.service.health import Health
 from sidecar.service.metrics import Metrics
@@ -65,7 +67,11 @@ log = logging.getLogger("timesync")
 MAX_EMIT_RECORDS = 20_000
 GAUGE_INTERVAL_S = 1.0
 #: Errors of the merge itself (bad data under the user's policy).
-MERGE_ERRORS: tuple[type[BaseException], ...] = (InvalidTimestampError, DeadLetterRatioExceeded)
+MERGE_ERRORS: tuple[type[BaseException], ...] = (
+    InvalidTimestampError,
+    DeadLetterRatioExceeded,
+    RegistryRefusedError,
+)
 #: What a loop iteration may raise: the merge's errors and the clients'.
 LOOP_ERRORS: tuple[type[BaseException], ...] = (*MERGE_ERRORS, *CLIENT_ERRORS)
 #: What a start may raise: the clients' errors and setup refusals.

@@ -1,8 +1,10 @@
 """The Spark jobs over the ordered topic: ``join``, ``aggregate``, ``suppress``.
 
-Each module has a pure DataFrame function (the semantics, testable on any stream with the
-ordered topic's columns) and ``build(spark, source, options)`` that wires it to the Kafka
-source and returns a :class:`JobOutput` ready for a sink.
+Each job is a module with a pure DataFrame function (the semantics, testable on any stream with
+the ordered topic's columns) and ``build(spark, source, options)`` that wires it to the Kafka
+source and returns a :class:`JobOutput` ready for a sink; beside it, ``<job>_cli.py`` holds its
+command line (a :class:`~spark_consumer.jobs.command.Job`), and :mod:`.registry` lists the jobs
+``timesync-spark`` runs. ``window_cli`` holds the window options two jobs share.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from bench import report as bench_report
+from bench import readmes
 
 pytestmark = [pytest.mark.slow, pytest.mark.broker, pytest.mark.spark]
 
@@ -106,9 +106,9 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
 
     # Every generated README block can be written from these results (not written here: a quick
     # run's figures are not measurements).
-    blocks = bench_report.readme_blocks(results)
-    for readme in bench_report.READMES:
-        for name in bench_report.block_names((REPO / readme).read_text()):
+    blocks = readmes.readme_blocks(results)
+    for readme in readmes.READMES:
+        for name in readmes.block_names((REPO / readme).read_text()):
             assert blocks[name].strip(), f"{readme}: block {name} came out empty"
     assert "| timesync throughput ≥" in blocks["results"], (
         "the goals table is missing from bench/README's block"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import report
+from bench import readmes
 from bench.curves import _slope, classify
 
 REPO = Path(__file__).resolve().parents[2]
@@ -17,18 +17,18 @@ def test_only_the_named_block_bodies_are_rewritten() -> None:
         "intro\n<!-- bench:results -->\nold figure\n<!-- /bench:results -->\n"
         "middle\n<!-- bench:other -->\nkept\n<!-- /bench:other -->\n"
     )
-    new = report.rewrite_blocks(text, {"results": "new figure"})
+    new = readmes.rewrite_blocks(text, {"results": "new figure"})
     assert new == text.replace("old figure", "new figure")
 
 
 def test_rewriting_twice_gives_the_same_text() -> None:
     text = "<!-- bench:summary -->\nx\n<!-- /bench:summary -->\n"
-    once = report.rewrite_blocks(text, {"summary": "a\nb\n"})
-    assert report.rewrite_blocks(once, {"summary": "a\nb\n"}) == once
+    once = readmes.rewrite_blocks(text, {"summary": "a\nb\n"})
+    assert readmes.rewrite_blocks(once, {"summary": "a\nb\n"}) == once
 
 
 def test_every_readme_holds_the_blocks_the_generator_writes() -> None:
-    found = {name for readme in report.READMES for name in report.block_names((REPO / readme).read_text())}
+    found = {name for readme in readmes.READMES for name in readmes.block_names((REPO / readme).read_text())}
     assert found == {"summary", "results", "sizing"}
 
 
@@ -46,21 +46,21 @@ def test_the_run_behind_the_blocks_is_kept_beside_its_figures(
     """``python -m bench readme`` copies the run's results.json and report.md into bench/figures/
     with the figures, so every figure a README shows can be checked against the run it came from."""
     repo = tmp_path / "repo"
-    for name in report.READMES:
+    for name in readmes.READMES:
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text("<!-- bench:summary -->\nold\n<!-- /bench:summary -->\n")
     run = tmp_path / "results"
     run.mkdir()
-    for name in (*report.FIGURES, *report.RUN_FILES):
+    for name in (*readmes.FIGURES, *readmes.RUN_FILES):
         (run / name).write_text(f"from the run: {name}")
 
-    report.update_readmes(None, repo, run)  # the pending text: no run, nothing copied
-    assert not (repo / report.FIGURE_DIR).exists()
+    readmes.update_readmes(None, repo, run)  # the pending text: no run, nothing copied
+    assert not (repo / readmes.FIGURE_DIR).exists()
 
-    monkeypatch.setattr(report, "readme_blocks", lambda results: {"summary": "new"})
-    report.update_readmes({"run_id": "r1"}, repo, run)
-    kept = repo / report.FIGURE_DIR
-    assert {p.name for p in kept.iterdir()} == {*report.FIGURES, "results.json", "report.md"}
+    monkeypatch.setattr(readmes, "readme_blocks", lambda results: {"summary": "new"})
+    readmes.update_readmes({"run_id": "r1"}, repo, run)
+    kept = repo / readmes.FIGURE_DIR
+    assert {p.name for p in kept.iterdir()} == {*readmes.FIGURES, "results.json", "report.md"}
     assert (kept / "results.json").read_text() == "from the run: results.json"
     assert "new" in (repo / "README.md").read_text()
 
@@ -75,5 +75,5 @@ def test_the_noise_stated_is_the_widest_spread_of_repeated_rounds_in_the_run() -
             {"shape": "json", "runs": [run("c", [80, 100, 120])]},
         ]
     }
-    assert report.round_spread(results) == (0.4, "c, json")
-    assert report.round_spread({"throughput": [{"shape": "x", "runs": [run("b", [100])]}]}) is None
+    assert readmes.round_spread(results) == (0.4, "c, json")
+    assert readmes.round_spread({"throughput": [{"shape": "x", "runs": [run("b", [100])]}]}) is None

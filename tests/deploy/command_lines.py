@@ -180,11 +180,20 @@ def dockerfile_stages() -> dict[str, dict[str, list[str]]]:
     return stages
 
 
+# A shell entrypoint that prepares the environment and then hands its arguments to our CLI:
+# ["/bin/sh", "-c", "...\nexec timesync-sidecar \"$@\"", "timesync-sidecar"].
+_EXEC_ARGS = re.compile(r'exec (\S+) "\$@"\s*$')
+
+
 def _program_of(entrypoint: list[str]) -> str | None:
-    """Which of our CLIs an entrypoint runs (behind tini or the spark image's script)."""
+    """Which of our CLIs an entrypoint runs (behind tini, a shell script that ends in
+    ``exec <program> "$@"``, or the spark image's script)."""
     words = [w for w in entrypoint if w not in ("/usr/bin/tini", "--")]
     if not words:
         return None
+    if words[:2] == ["/bin/sh", "-c"] and len(words) >= 3:
+        handed = _EXEC_ARGS.search(words[2].replace("$$", "$"))
+        words = [handed[1]] if handed else words
     if words[0].rsplit("/", 1)[-1] == SIDECAR:
         return SIDECAR
     if words[0] == SPARK_ENTRYPOINT:

@@ -43,10 +43,14 @@ CONFIG_DEFAULTS: dict[str, str] = {
     "http.host": "0.0.0.0",
     "http.port": "8080",
     "security.protocol": "",
+    "schema.registry.url": "",
+    "schema.registry.ssl.cafile": "",
 }
 CONFIG_KEYS = frozenset(CONFIG_DEFAULTS)
 # Secrets: never in a ConfigMap or values.yaml; they come from a Secret as TIMESYNC_* variables.
-SECRET_KEYS = frozenset({"http.auth.token"})
+SECRET_KEYS = frozenset(
+    {"http.auth.token", "schema.registry.basic.auth.user.info", "schema.registry.bearer.auth.token"}
+)
 # Passed through to the Kafka clients: any key under these prefixes.
 PASSTHROUGH_PREFIXES = ("ssl.", "sasl.")
 

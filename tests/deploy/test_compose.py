@@ -10,6 +10,7 @@ import copy
 import json
 import re
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -148,3 +149,41 @@ async def test_demo_producer_writes_a_fast_and_a_slow_topic(
     by_topic = {t: [r.timestamp for r in records if r.topic == t] for t in (fast, slow)}
     assert (len(by_topic[fast]), len(by_topic[slow])) == (100, 40)
     assert by_topic[fast] == sorted(by_topic[fast])
+
+
+# -- hardening -------------------------------------------------------------------------------------
+
+
+def test_every_published_port_is_bound_to_this_host_only() -> None:
+    published = [(name, port) for name, svc in compose()["services"].items() for port in svc.get("ports", [])]
+    assert {name for name, _ in published} == {"kafka", "timesync", "spark"}
+    for name, port in published:
+        assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} on every interface"
+
+
+def test_the_sidecar_gets_a_generated_token_unless_one_is_given(tmp_path: Path) -> None:
+    """The service's entrypoint script, run by a shell as the container would, with a stub
+    ``timesync-sidecar`` that prints what it was given, and the token file in ``tmp_path``."""
+    timesync = compose()["services"]["timesync"]
+    shell, flag, script, argv0 = timesync["entrypoint"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "timesync-sidecar"
+    stub.write_text('#!/bin/sh\necho "token=$TIMESYNC_HTTP_AUTH_TOKEN args=$*"\n')
+    stub.chmod(0o755)
+    (bin_dir / "python").symlink_to(sys.executable)
+    # "$$" is compose's escape for "$"; the token file goes to tmp_path instead of /tmp.
+    body = script.replace("$$", "$").replace("/tmp/", f"{tmp_path}/")
+    cmd = [shell, flag, body, argv0, *timesync["command"]]
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+
+    def run_once(extra: dict[str, str]) -> str:
+        return subprocess.run(cmd, env=env | extra, capture_output=True, text=True, check=True).stdout
+
+    first, second, given = run_once({}), run_once({}), run_once({"TIMESYNC_HTTP_AUTH_TOKEN": "mine"})
+
+    assert len(first.split()[0].removeprefix("token=")) >= 32
+    assert first == second, "a restarted container keeps its token"
+    assert first.strip().endswith("args=--config /etc/timesync/timesync.properties")
+    assert given.startswith("token=mine ")
+    assert (tmp_path / "http-auth-token").stat().st_mode & 0o077 == 0, "readable by its owner only"

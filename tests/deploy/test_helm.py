@@ -64,6 +64,7 @@ def test_rendered_objects_are_valid_kubernetes(helm: str, tmp_path: Path, versio
         "ServiceAccount",
         "PodDisruptionBudget",
         "NetworkPolicy",
+        "Secret",  # the generated token of pause, resume and restart
     }
     for doc in docs:
         kubernetes_validate.validate(doc, version, strict=True)
@@ -238,3 +239,52 @@ def test_prometheus_rule_values_are_checked_by_the_schema(helm: str, tmp_path: P
     code, _, err = template(helm, write_values(tmp_path, {"prometheusRule": {"enabled": True, "rules": []}}))
     assert code != 0
     assert "rules" in err
+
+
+# -- hardening -------------------------------------------------------------------------------------
+
+
+def pod_env(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    (container,) = kinds(docs)["Deployment"]["spec"]["template"]["spec"]["containers"]
+    return {v["name"]: v for v in container["env"]}
+
+
+def test_the_chart_generates_the_http_token_into_a_secret_the_pod_reads(helm: str, tmp_path: Path) -> None:
+    import base64
+
+    from sidecar.config import load_config
+
+    code, docs, err = template(helm, write_values(tmp_path))
+    assert code == 0, err
+    secret = kinds(docs)["Secret"]
+    token = base64.b64decode(secret["data"]["token"]).decode()
+    assert len(token) == 48
+    ref = pod_env(docs)["TIMESYNC_HTTP_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]
+    assert ref == {"name": secret["metadata"]["name"], "key": "token"}
+    properties = tmp_path / "timesync.properties"
+    properties.write_text(kinds(docs)["ConfigMap"]["data"]["timesync.properties"])
+    config = load_config(properties, [], {"TIMESYNC_HTTP_AUTH_TOKEN": token})
+    assert (config.http_host, config.http_auth_token.get_secret_value()) == ("0.0.0.0", token)
+
+    _, again, _ = template(helm, write_values(tmp_path))
+    assert kinds(again)["Secret"]["data"]["token"] != secret["data"]["token"], "random per install"
+
+
+def test_an_existing_token_secret_is_read_and_none_generated(helm: str, tmp_path: Path) -> None:
+    extra = {"httpAuth": {"existingSecret": "ops-timesync", "secretKey": "bearer"}}
+    code, docs, err = template(helm, write_values(tmp_path, extra))
+    assert code == 0, err
+    assert "Secret" not in kinds(docs)
+    ref = pod_env(docs)["TIMESYNC_HTTP_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]
+    assert ref == {"name": "ops-timesync", "key": "bearer"}
+
+
+def test_the_network_policy_admits_only_the_listed_sources(helm: str, tmp_path: Path) -> None:
+    code, docs, err = template(helm, write_values(tmp_path))
+    assert code == 0, err
+    (rule,) = kinds(docs)["NetworkPolicy"]["spec"]["ingress"]
+    assert rule["from"] == [
+        {"namespaceSelector": {}, "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}
+    ]
+    code, _, err = template(helm, write_values(tmp_path, {"networkPolicy": {"enabled": True, "from": []}}))
+    assert code != 0, "an empty list would open the port to every source"

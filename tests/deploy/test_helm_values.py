@@ -67,6 +67,11 @@ def test_schema_knows_every_key_and_accepts_the_defaults() -> None:
         ("watermark.policy", "perfect"),
         ("max.task.idle", 5),
         ("ssl", "x"),
+        # secrets never go into the ConfigMap
+        ("sasl.password", "x"),
+        ("ssl.password", "x"),
+        ("http.auth.token", "x"),
+        ("sasl.jaas.config", "x"),
     ],
 )
 def test_schema_rejects_bad_values_and_unknown_keys(key: str, value: object) -> None:
@@ -96,7 +101,7 @@ def test_the_contract_here_matches_the_sidecars_own_config_model() -> None:
     from sidecar.config import KEYS
 
     own = {k for k in KEYS if not k.startswith(PASSTHROUGH_PREFIXES) and k not in SECRET_KEYS}
-    assert own == CONFIG_KEYS, "a key was added to or removed from sidecar/config.py: update the chart"
+    assert own == CONFIG_KEYS, "a key was added to or removed from sidecar/config/model.py: update the chart"
 
 
 def test_chart_pod_templates_turn_service_links_off() -> None:

@@ -324,6 +324,9 @@ def sidecar(bootstrap: str, flow: Flow, sidecar_venv: Path, root: Root) -> Itera
         {
             **service_link_env(shipped_services()),
             "TIMESYNC_HTTP_PORT": str(free_port()),
+            # The image binds 0.0.0.0: without a token the sidecar refuses to start (as the
+            # manifests do, the pod gets one from a Secret).
+            "TIMESYNC_HTTP_AUTH_TOKEN": os.urandom(16).hex(),
             "TIMESYNC_BOOTSTRAP_SERVERS": bootstrap,
             "TIMESYNC_INPUT_TOPICS": ",".join(flow.inputs),
             "TIMESYNC_OUTPUT_TOPIC": flow.ordered,

@@ -14,9 +14,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from sidecar.config import ConfigError, load_config
 from tests.deploy import command_lines
 from tests.deploy.conftest import K8S, load_all, parse_properties
-from tests.deploy.contract import CONFIG_KEYS, env_name, is_config_key
+from tests.deploy.contract import CONFIG_KEYS, SECRET_KEYS, env_name, is_config_key
 
 VERSIONS = ["1.29.0", kubernetes_validate.utils.latest_version()]
 MANIFESTS = sorted(K8S.glob("*.yaml"))
@@ -116,7 +117,7 @@ def test_config_comes_from_the_configmap_mounted_for_config(which: str) -> None:
     config = parse_properties(configmap["data"]["timesync.properties"])
     assert [k for k in config if not is_config_key(k)] == []
     assert {"bootstrap.servers", "input.topics", "output.topic"} <= set(config)
-    known_env = {env_name(k) for k in CONFIG_KEYS}
+    known_env = {env_name(k) for k in CONFIG_KEYS | SECRET_KEYS}
     for var in container.get("env", []):
         assert var["name"] in known_env, f"{var['name']} is not a timesync setting"
 
@@ -187,3 +188,69 @@ def test_every_pod_spec_turns_service_links_off() -> None:
     assert len(specs) == 3  # the standalone Deployment and the two Spark pod templates
     for where, spec in specs:
         assert spec.get("enableServiceLinks") is False, where
+
+
+# -- hardening -------------------------------------------------------------------------------------
+
+
+def effective_env(container: dict[str, Any]) -> dict[str, str]:
+    """The container's TIMESYNC_* variables, a Secret's value standing in as ``<from secret>``."""
+    env = {}
+    for var in container.get("env", []):
+        if "value" in var:
+            env[var["name"]] = str(var["value"])
+        elif "secretKeyRef" in var.get("valueFrom", {}):
+            env[var["name"]] = "<from secret>"
+    return env
+
+
+@pytest.mark.parametrize("which", ["driver sidecar", "standalone"])
+def test_a_sidecar_bound_off_loopback_starts_only_with_its_token_from_a_secret(
+    which: str, tmp_path: Path
+) -> None:
+    container = dict(timesync_containers())[which]
+    (token,) = [v for v in container["env"] if v["name"] == "TIMESYNC_HTTP_AUTH_TOKEN"]
+    assert token["valueFrom"]["secretKeyRef"] == {"name": "timesync-http-auth", "key": "token"}
+    properties = tmp_path / "timesync.properties"
+    properties.write_text(by_kind()[("ConfigMap", "timesync-config")]["data"]["timesync.properties"])
+    env = effective_env(container)
+
+    config = load_config(properties, [], env)
+
+    assert config.http_host == "0.0.0.0"
+    assert config.http_auth_token.get_secret_value() == "<from secret>"
+    without = {k: v for k, v in env.items() if k != "TIMESYNC_HTTP_AUTH_TOKEN"}
+    with pytest.raises(ConfigError, match=r"http\.auth\.token is not set"):
+        load_config(properties, [], without)
+
+
+def test_no_network_policy_opens_a_port_to_every_source() -> None:
+    for (kind, name), doc in by_kind().items():
+        if kind != "NetworkPolicy":
+            continue
+        for rule in doc["spec"]["ingress"]:
+            assert rule.get("from"), f"{name}: an ingress rule without 'from' admits every source"
+            assert 4040 not in [p["port"] for p in rule.get("ports", [])], f"{name}: the Spark UI"
+
+
+def test_the_sidecar_in_the_driver_pod_gets_no_service_account_token() -> None:
+    spec = driver_template()["spec"]
+    (sidecar,) = [c for c in spec["initContainers"] if c["name"] == "timesync"]
+    (mount,) = [
+        m
+        for m in sidecar["volumeMounts"]
+        if m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount"
+    ]
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    assert "emptyDir" in volume, "an empty directory over the token the driver's service account gets"
+
+
+def test_the_spark_submit_example_authenticates_encrypts_and_cannot_kill_from_the_ui() -> None:
+    text = (K8S / "spark-driver-pod-template.yaml").read_text()
+    for conf in (
+        "spark.authenticate=true",
+        "spark.network.crypto.enabled=true",
+        "spark.io.encryption.enabled=true",
+        "spark.ui.killEnabled=false",
+    ):
+        assert f"--conf {conf}" in text, conf

@@ -230,7 +230,8 @@ async def test_an_http_host_that_is_not_ours_is_a_one_line_fatal_error(
 ) -> None:
     src = topic_name("in")
     await kafka_io.create_topics(bootstrap, [TopicSpec(src)])
-    process = await sidecar([src], topic_name("out"), wait=None, http_host="192.0.2.1")  # TEST-NET-1
+    # TEST-NET-1; off loopback, so with a token (else the config is refused before any bind)
+    process = await sidecar([src], topic_name("out"), wait=None, http_host="192.0.2.1", http_auth_token="t0k")
 
     assert await process.wait(timeout_s=60) == 1
     port = process.http_port
@@ -238,3 +239,17 @@ async def test_an_http_host_that_is_not_ours_is_a_one_line_fatal_error(
         process.log_tail(1)
         == f"timesync-sidecar: cannot serve HTTP on 192.0.2.1:{port}: Cannot assign requested address"
     )
+
+
+async def test_bound_to_every_interface_without_a_token_the_sidecar_refuses_to_start(
+    bootstrap: str, topic_name: Callable[[str], str], sidecar: StartSidecar
+) -> None:
+    # As behind a service mesh, where every caller arrives from 127.0.0.6: loopback proves nothing.
+    src = topic_name("in")
+    process = await sidecar([src], topic_name("out"), wait=None, http_host="0.0.0.0")
+
+    assert await process.wait(timeout_s=30) == 2
+    line = process.log_tail(1)
+    expected = "timesync-sidecar: config error: http.host=0.0.0.0 is not a loopback address"
+    assert line.startswith(expected), line
+    assert "http.auth.token" in line

@@ -1,7 +1,8 @@
-"""``timesync-spark``: one-line usage errors, and a whole run through the Kafka sink."""
+"""``timesync-spark``: jobs from the registry, one-line usage errors, a whole run through the Kafka sink."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -11,7 +12,12 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from spark_consumer import cli
 from spark_consumer.cli import main
+from spark_consumer.common_options import JobInput
+from spark_consumer.jobs import JobOutput, registry
+from spark_consumer.jobs.command import Job
+from spark_consumer.options import parse_duration
 from testkit.kafka_io import read_topics
 from tests.spark import ordered_topic
 from tests.spark.ordered_topic import Stamper
@@ -47,6 +53,34 @@ def test_bad_arguments_give_one_line_and_exit_2(
     assert err.count("\n") == 1
     assert err.startswith("timesync-spark: error: ")
     assert message in err
+
+
+def test_a_job_in_the_registry_is_a_subcommand_with_the_common_options(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A new job is one Job in the registry: it gets the shared options, its own arguments are
+    planned before Spark starts, and its usage errors read like every other job's."""
+
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--every", required=True, metavar="DURATION")
+
+    def plan(args: argparse.Namespace) -> int:
+        return parse_duration(args.every, "--every")
+
+    def build(spark: SparkSession, given: JobInput, every_ms: int) -> JobOutput:
+        raise AssertionError("built only once Spark runs")
+
+    tick = Job("tick", "a job that only a test knows", add_arguments, plan, build)
+    monkeypatch.setattr(registry, "JOBS", (*registry.JOBS, tick))
+
+    plan_ = cli.Plan(cli.build_parser().parse_args(["tick", *COMMON, "--sink", "console", "--every", "2s"]))
+    assert plan_.command is tick
+    assert plan_.options == 2000
+    assert plan_.sink.query_name == "timesync-tick"
+    assert plan_.source.topic == "t"
+
+    assert main(["tick", *COMMON, "--sink", "console", "--every", "2x"]) == 2
+    assert capsys.readouterr().err.startswith("timesync-spark: error: --every: '2x' is not a duration;")
 
 
 def test_missing_connector_jars_say_to_run_make_jars(tmp_path: Path) -> None:

@@ -156,3 +156,23 @@ def test_passwords_stay_out_of_repr_and_usage_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as failed:
         KafkaSecurity("SASL_SSL", "PLAIN", "u", PASSWORD, ssl_keystore=str(tmp_path / "x.key"))
     assert PASSWORD not in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        f'kafka.sasl.jaas.config ...ScramLoginModule required username="u" password="{PASSWORD}";',
+        f"kafka.ssl.key.password {PASSWORD}",
+        f"kafka.ssl.truststore.location:{PASSWORD}",
+        PASSWORD.replace("=", ""),
+    ],
+)
+def test_a_kafka_option_without_equals_is_refused_without_repeating_its_value(
+    pair: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*CONSOLE, "--kafka-option", pair]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "is not key=value" in err
+    assert PASSWORD.replace("=", "") not in err
+    assert 'pa"ss' not in err

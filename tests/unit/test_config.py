@@ -90,6 +90,7 @@ input:
 output:
   topic: out
 max.task.idle.ms: max
+security.protocol: SSL
 ssl:
   cafile: /etc/ca.pem
   check:
@@ -242,7 +243,7 @@ def test_a_key_with_no_close_match_gets_no_hint() -> None:
         ("task.grouping=pairs", "--set", "task.grouping = 'pairs' (from --set): Input should be 'single'"),
         ("buffered.records.per.partition=0", "--set", "greater than or equal to 1"),
         ("http.port=70000", "--set", "http.port = '70000' (from --set): Input should be less than"),
-        ("timestamp.extractor=json:", "--set", "expected 'record' or 'json:<dotted.path>[:ms|s|iso]'"),
+        ("timestamp.extractor=json:", "--set", "expected 'record', 'json:<dotted.path>[:ms|s|iso]'"),
         ("timestamp.extractor=json:ts:hours", "--set", "unknown unit 'hours'"),
         ("late.records=topic:", "--set", "expected forward, drop or topic:<name>"),
         ("errors.deadletterqueue.max.ratio=0", "--set", "greater than 0"),
@@ -391,8 +392,10 @@ def test_no_error_message_repeats_a_secret(tmp_path: Path) -> None:
     )
     # Java .properties allow "key value": the secret is read, never echoed.
     path = write(tmp_path, "c.properties", f"sasl.password {SECRET}\nssl.password\t{SECRET}\n")
-    assert load(*REQUIRED, path=path).sasl_password.get_secret_value() == SECRET
-    assert SECRET not in error(*REQUIRED, "linger.ms=x", path=path)
+    secure = [*REQUIRED, "security.protocol=SASL_SSL", "sasl.username=u"]
+    assert load(*secure, path=path).sasl_password.get_secret_value() == SECRET
+    assert SECRET not in error(*secure, "linger.ms=x", path=path)
+    assert SECRET not in error(*REQUIRED, path=path), "nor when refused for PLAINTEXT"
     broken = write(tmp_path, "d.properties", f"sasl.password {SECRET}\n:{SECRET}\n")
     assert SECRET not in error(path=broken)
 
@@ -431,3 +434,97 @@ def test_cli_config_errors_exit_2_with_exactly_one_line_on_stderr(
     assert len(err.splitlines()) == 1, err
     assert err.endswith("\n")
     assert err.startswith("timesync-sidecar: ")
+
+
+# -- hardening: what start-up refuses -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "timesync.example"])
+def test_acting_endpoints_off_loopback_need_a_token_naming_both_keys(host: str) -> None:
+    message = error(*REQUIRED, f"http.host={host}")
+    assert f"http.host={host} is not a loopback address and http.auth.token is not set" in message
+    assert load(*REQUIRED, f"http.host={host}", "http.auth.token=t0ken").http_host == host
+    assert load(*REQUIRED, f"http.host={host}", "http.port=0").http_port == 0, "no server, no rule"
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+def test_a_loopback_host_needs_no_token(host: str) -> None:
+    assert load(*REQUIRED, f"http.host={host}").http_host == host
+
+
+def test_an_empty_http_host_is_refused_rather_than_binding_every_interface() -> None:
+    assert "http.host is empty, which would bind every interface" in error(*REQUIRED, "http.host=")
+    assert "http.host is empty" in error(*REQUIRED, "http.auth.token=t", env={"TIMESYNC_HTTP_HOST": " "})
+
+
+def test_the_mesh_case_exits_2_at_start_with_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As the image and the chart bind it: 0.0.0.0, no token. Behind Istio every caller is 127.0.0.6.
+    for name in [n for n in os.environ if n.startswith("TIMESYNC_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("TIMESYNC_HTTP_HOST", "0.0.0.0")
+    assert run_cli([a for s in REQUIRED for a in ("--set", s)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert "http.host=0.0.0.0" in err
+    assert "http.auth.token" in err
+
+
+@pytest.mark.parametrize(
+    ("keys", "named"),
+    [
+        (["ssl.cafile=/ca.pem"], "ssl.cafile"),
+        (["sasl.username=u", f"sasl.password={SECRET}"], "sasl.username, sasl.password"),
+        (["sasl.mechanism=SCRAM-SHA-512"], "sasl.mechanism"),
+        (["security.protocol=SSL", "sasl.username=u"], "sasl.username"),
+        (["security.protocol=SASL_PLAINTEXT", "sasl.username=u", "ssl.cafile=/ca.pem"], "ssl.cafile"),
+    ],
+)
+def test_ssl_and_sasl_keys_the_protocol_would_ignore_are_refused(keys: list[str], named: str) -> None:
+    message = error(*REQUIRED, *keys)
+    assert f"config error: {named} set, but security.protocol=" in message
+    assert SECRET not in message
+
+
+def test_ssl_and_sasl_keys_at_their_defaults_are_no_mistake() -> None:
+    assert load(*REQUIRED, "ssl.check.hostname=true", "sasl.mechanism=PLAIN").security_protocol == "PLAINTEXT"
+    assert (
+        load(*REQUIRED, "security.protocol=SASL_SSL", "sasl.username=u", "ssl.cafile=/ca").ssl_cafile == "/ca"
+    )
+
+
+def test_yaml_keeps_a_token_and_a_topic_as_written(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "c.yaml",
+        "bootstrap.servers: k:9092\ninput.topics: [0x1F, 012]\noutput.topic: 1_000\n"
+        "http:\n  auth:\n    token: 0x1F\n  port: 8081\nssl.check.hostname: no\n"
+        "security.protocol: SSL\n",
+    )
+    config = load(path=path)
+    assert config.http_auth_token.get_secret_value() == "0x1F"
+    assert config.topics == ["0x1F", "012"]
+    assert config.output_topic == "1_000"
+    assert config.http_port == 8081
+    assert config.ssl_check_hostname is False
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        f"SASL.PASSWORD {SECRET}",
+        f"sasl_password:{SECRET}",
+        f"Http.Auth.Token {SECRET}",
+        f"ssl-password {SECRET}",
+    ],
+)
+def test_a_mistyped_secret_in_set_is_never_echoed(item: str) -> None:
+    message = error(*REQUIRED, item)
+    assert SECRET not in message
+    assert "followed by a hidden value" in message
+
+
+def test_an_unknown_secret_looking_key_is_named_without_its_value() -> None:
+    message = error(*REQUIRED, f"sasl.password {SECRET}=x")
+    assert SECRET not in message

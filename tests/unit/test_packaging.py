@@ -50,3 +50,46 @@ def test_without_a_c_compiler_the_package_builds_without_the_encoder(tmp_path: P
     names = zipfile.ZipFile(wheel).namelist()
     assert "sidecar/output/batches.py" in names
     assert not [n for n in names if n.endswith(".so")]
+
+
+# -- dependency floors ---------------------------------------------------------------------------
+
+#: The lowest release of each dependency past its published advisories (issue 27, finding 7).
+SAFE_FLOORS = {
+    "aiohttp": "3.14.1",
+    "protobuf": "6.31.1",  # CVE-2025-4565
+    "grpcio": "1.68.1",  # CVE-2024-7246, CVE-2024-11407
+    "grpcio-status": "1.68.1",
+}
+
+
+def test_no_dependency_floor_admits_a_release_with_a_known_advisory() -> None:
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = [Requirement(r) for r in project["dependencies"]]
+    requirements += [Requirement(r) for extra in project["optional-dependencies"].values() for r in extra]
+    floors = {r.name: r for r in requirements if r.name in SAFE_FLOORS}
+    assert set(floors) == set(SAFE_FLOORS)
+    for name, requirement in floors.items():
+        *head, last = Version(SAFE_FLOORS[name]).release
+        just_below = Version(".".join(map(str, (*head, last - 1))))  # the last release line's previous
+        assert not requirement.specifier.contains(just_below), f"{requirement} admits {just_below}"
+        assert requirement.specifier.contains(SAFE_FLOORS[name])
+
+
+def test_the_kafka_client_beside_the_spark_connector_is_pinned_past_the_2025_cves() -> None:
+    import xml.etree.ElementTree as ET
+
+    from packaging.version import Version
+
+    ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+    pom = ET.parse(ROOT / "deploy" / "local" / "spark" / "pom.xml").getroot()
+    managed = {
+        d.findtext("m:artifactId", namespaces=ns): d.findtext("m:version", namespaces=ns)
+        for d in pom.findall("m:dependencyManagement/m:dependencies/m:dependency", ns)
+    }
+    assert Version(managed["kafka-clients"] or "0") >= Version("3.9.1")

@@ -91,8 +91,8 @@ def test_null_value_is_invalid() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("jsn:ts", "expected 'record' or 'json:<dotted.path>[:ms|s|iso]'"),
-        ("json:", "expected 'record' or 'json:<dotted.path>[:ms|s|iso]'"),
+        ("jsn:ts", "expected 'record', 'json:<dotted.path>[:ms|s|iso]'"),
+        ("json:", "expected 'record', 'json:<dotted.path>[:ms|s|iso]'"),
         ("json:a..b", "empty field name"),
         ("json:ts:hours", "unknown unit 'hours'"),
     ],

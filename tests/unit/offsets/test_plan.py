@@ -115,3 +115,9 @@ def test_plain_lines_are_aligned_under_the_header() -> None:
         "TOPIC   PARTITION  CURRENT-OFFSET  NEW-OFFSET  REPLAYED",
         "clicks  0          1200            0           +1200",
     ]
+
+
+@pytest.mark.parametrize("text", ["P1000000000D", "PT99999999999999999999H"])
+def test_a_duration_longer_than_any_calendar_is_one_line_not_a_traceback(text: str) -> None:
+    with pytest.raises(PlanError, match="longer than any log"):
+        parse_duration(text)

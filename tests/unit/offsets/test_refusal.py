@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sidecar.offsets.kafka import Members, refusal
+from types import SimpleNamespace
+
+from sidecar.offsets.kafka import Members, _patiently, group_members, refusal
 from sidecar.service.claim import STALE_S, Claim
 
 NOW = 1_800_000_000_000
@@ -38,3 +40,16 @@ def test_a_fresh_running_claim_refuses_it_whichever_host_wrote_it() -> None:
 
 def test_a_stale_running_claim_no_longer_refuses() -> None:
     assert refusal("g", EMPTY, [Claim("gone", NOW - int(STALE_S * 1000) - 1, "running")], NOW) is None
+
+
+async def test_a_coordinator_still_loading_the_group_is_asked_again_not_an_error() -> None:
+    # A new group's first commit (the reset's fence) makes its coordinator load it: DescribeGroups
+    # answers COORDINATOR_LOAD_IN_PROGRESS (14) for a moment.
+    answers = [14, 0]
+
+    class Admin:
+        async def describe_consumer_groups(self, groups: list[str]) -> list[SimpleNamespace]:
+            return [SimpleNamespace(groups=[(answers.pop(0), "g", "Empty", "consumer", "", [])])]
+
+    assert await _patiently(lambda: group_members(Admin(), "g")) == EMPTY  # type: ignore[arg-type]
+    assert answers == []

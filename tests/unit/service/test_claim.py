@@ -148,3 +148,11 @@ async def test_a_periodic_commit_still_in_flight_cannot_outlive_the_stopped_clai
     final = decode(cluster.metadata[cfg.effective_group_id][("a", 0)])
     assert final is not None
     assert final.state == "stopped"
+
+
+def test_a_claim_stamped_further_ahead_than_the_allowed_skew_is_not_believed() -> None:
+    skew_ms = int(claim.MAX_CLOCK_SKEW_S * 1000)
+    ahead = Claim("pod-b", NOW + skew_ms, "running")
+    assert conflict([ahead], "pod-a", NOW) == ahead, "a clock a little ahead still counts"
+    forged = Claim("pod-b", NOW + skew_ms + 1, "running")
+    assert conflict([forged], "pod-a", NOW) is None, "else a stamp in the year 3000 blocks for ever"

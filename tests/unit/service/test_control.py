@@ -190,7 +190,7 @@ async def test_without_a_token_a_caller_off_loopback_is_refused_with_403() -> No
     assert response.status == 403
     assert called == []
     assert b"only on loopback unless http.auth.token is set" in response.body  # type: ignore[attr-defined]
-    local = make_mocked_request("PUT", "/pause", transport=_Transport("::1"))
+    local = make_mocked_request("PUT", "/pause", headers={"Host": "[::1]:8080"}, transport=_Transport("::1"))
     assert (await guarded("", handler)(local)).status == 202
 
 

@@ -13,7 +13,7 @@ from sidecar.service.delivery import GUARANTEES
 SIDECAR = Path(sidecar.__file__).parent
 #: Where a guarantee's name may stand outside the delivery package, and why.
 MAY_NAME_A_GUARANTEE = {
-    SIDECAR / "config.py": "the setting's type: the values a user may write",
+    SIDECAR / "config" / "model.py": "the setting's type: the values a user may write",
     SIDECAR / "service" / "failures.py": "the failure table: rows name the guarantee they hold under (data)",
 }
 

@@ -27,7 +27,9 @@ from sidecar.core.deadletters import DeadLetterRatioExceeded
 from sidecar.core.timestamps import InvalidTimestampError, RefusedTimestampError
 from sidecar.kafka.admin import AdminError
 from sidecar.kafka.clients import ClientStartError
-from sidecar.service.failures import RULES, Action, ErrorHandler, Phase, decide, describe, is_retriable
+from sidecar.registry.client import RegistryRefusedError
+from sidecar.service.error_handler import ErrorHandler
+from sidecar.service.failures import RULES, Action, Phase, decide, describe, is_retriable
 from sidecar.service.health import Health
 from sidecar.service.run_state import Failed, Restarting, RunControl
 
@@ -74,6 +76,14 @@ CASES = {
     ),
     "the dead letter ratio cap stops": Case(
         DeadLetterRatioExceeded(600, 1000, 0.5), Phase.MERGE, EOS, PARTITION, Action.FATAL, "whole stream"
+    ),
+    "schema registry credentials refused stop": Case(
+        RegistryRefusedError("the schema registry at http://r refused the credentials (401)"),
+        Phase.MERGE,
+        ALO,
+        SINGLE,
+        Action.FATAL,
+        "refused again",
     ),
     "an authorization error stops even under exactly once": Case(
         GroupAuthorizationFailedError(), Phase.COMMIT, EOS, PARTITION, Action.FATAL, "every start"

@@ -71,8 +71,13 @@ Fails early, naming the key, when a required key is missing or replicas cannot s
 {{- if and (gt (int .Values.replicaCount) 1) (ne $grouping "partition") }}
 {{- fail (printf "replicaCount=%d needs config.task.grouping=partition (got %q): with single grouping each replica merges every input partition, so the ordered topic would get every record once per replica (under exactly_once_v2 the replicas fence each other instead); the sidecar also refuses to start a second replica of a single-task group unless task.grouping.single.guard=false" (int .Values.replicaCount) $grouping) }}
 {{- end }}
-{{- range $key := keys .Values.config | sortAlpha }}
-{{- $value := index $.Values.config $key }}
+{{- $config := deepCopy .Values.config }}
+{{- $registry := (.Values.schemaRegistry | default dict).url | default "" }}
+{{- if and $registry (not (index $config "schema.registry.url")) }}
+{{- $_ := set $config "schema.registry.url" $registry }}
+{{- end }}
+{{- range $key := keys $config | sortAlpha }}
+{{- $value := index $config $key }}
 {{- if not (or (kindIs "invalid" $value) (and (kindIs "string" $value) (eq $value ""))) }}
 {{- if and (kindIs "float64" $value) (eq $value (floor $value)) }}
 {{ $key }}={{ int64 $value }}
@@ -81,4 +86,9 @@ Fails early, naming the key, when a required key is missing or replicas cannot s
 {{- end }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/* The Secret holding the acting endpoints' token: the user's, or the one the chart generates. */}}
+{{- define "timesync.httpAuthSecret" -}}
+{{- default (printf "%s-http-auth" (include "timesync.fullname" .)) .Values.httpAuth.existingSecret }}
 {{- end }}

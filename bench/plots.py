@@ -1,0 +1,192 @@
+"""The PNG plots of a run, made from its results dict (``results.json``).
+
+matplotlib with the Agg backend, so no display is needed:
+
+* ``latency-disorder-<workload>.png`` — one point per system/setting: p99 end-to-end latency
+  against the share of records out of order (both axes symlog, so 0 shows);
+* ``throughput.png`` — records/s per system draining the same backlog;
+* ``curves-partitions.png``, ``curves-record-size.png`` — the cost curves;
+* ``latency-cdf.png`` — the latency CDF of every system on each workload.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import matplotlib.ticker
+
+from bench.report import CURVE_LABELS
+
+COLOURS = {
+    "passthrough": "#7f7f7f",
+    "rdkafka-copy": "#8c564b",
+    "timesync": "#1f77b4",
+    "kafka-streams": "#d62728",
+    "optimum": "#2ca02c",
+}
+MARKERS = {"-1": "v", "0": "o", "100": "s", "1000": "D", "max": "^", None: "*"}
+
+
+def _colour(system: dict[str, Any]) -> str:
+    if system["kind"] == "timesync" and system.get("grouping") == "partition":
+        return "#17becf"
+    return COLOURS.get(system["kind"], "black")
+
+
+def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
+    """Write every plot; return their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for w in results["workloads"]:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for r in w["runs"]:
+            lat, dis = r["latency"]["p99_ms"], r["disorder"]["late_share"]
+            if lat is None:
+                continue
+            system = r["system"]
+            ax.scatter(
+                [dis * 100],
+                [lat],
+                color=_colour(system),
+                marker=MARKERS.get(system["idle"], "o"),
+                s=60,
+                label=system["label"],
+                edgecolors="black",
+                linewidths=0.4,
+            )
+        ax.set_xscale("symlog", linthresh=0.01)
+        ax.set_yscale("symlog", linthresh=10)
+        ax.set_xlabel("records out of event-time order (%)")
+        ax.set_ylabel("p99 end-to-end latency (ms)")
+        ax.set_title(f"{w['name']}: latency vs disorder ({w['records']:,} records)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="best", ncol=2)
+        fig.tight_layout()
+        path = out_dir / f"latency-disorder-{w['name']}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+
+    written.append(throughput_plot(results["throughput"], out_dir / "throughput.png"))
+    if results.get("curves"):
+        written += curve_plots(results["curves"], out_dir)
+
+    n = len(results["workloads"])
+    if not n:  # --no-live
+        return written
+    cols = min(3, n) or 1
+    rows = (n + cols - 1) // cols or 1
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    for ax, w in zip(axes.flat, results["workloads"], strict=False):
+        for r in w["runs"]:
+            cdf = r["latency"]["cdf"]
+            if not cdf:
+                continue
+            ax.plot(
+                [max(1, v) for _, v in cdf],
+                [p for p, _ in cdf],
+                color=_colour(r["system"]),
+                marker=MARKERS.get(r["system"]["idle"], "o"),
+                markersize=3,
+                linewidth=1,
+                label=r["system"]["label"],
+            )
+        ax.set_xscale("log")
+        ax.set_title(w["name"])
+        ax.set_xlabel("latency (ms)")
+        ax.set_ylabel("percentile")
+        ax.grid(True, which="both", alpha=0.3)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=7)
+    fig.suptitle("End-to-end latency CDF (produce → visible in the output)")
+    fig.tight_layout(rect=(0, 0.08, 1, 0.96))
+    path = out_dir / "latency-cdf.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+    return written
+
+
+def throughput_plot(shapes: list[dict[str, Any]], path: Path) -> Path:
+    """records/s per system, one panel per record shape, the ceiling as a dashed line."""
+    rows = max(len(tp["runs"]) for tp in shapes)
+    fig, axes = plt.subplots(
+        1, len(shapes), figsize=(7 * len(shapes), 0.45 * max(4, rows) + 1.5), squeeze=False
+    )
+    for ax, tp in zip(axes.flat, shapes, strict=True):
+        runs = [r for r in tp["runs"] if r["records_per_s"]]
+        ax.barh(
+            [r["system"]["label"] for r in runs],
+            [r["records_per_s"] for r in runs],
+            color=[_colour(r["system"]) for r in runs],
+        )
+        for y, r in enumerate(runs):
+            ratio = f" ({r['vs_ceiling']:.2f}×)" if r.get("vs_ceiling") else ""
+            ax.text(r["records_per_s"], y, f" {r['records_per_s']:,}{ratio}", va="center", fontsize=7)
+        top = tp["ceiling"]["records_per_s"]
+        ax.set_xlim(0, 1.3 * max([top, *(r["records_per_s"] for r in runs)]))  # room for the labels
+        ax.axvline(top, color="black", linestyle="--", linewidth=1)
+        ax.text(top, 1.01, f"ceiling {top:,}", fontsize=7, ha="center", transform=ax.get_xaxis_transform())
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,.0f}"))
+        ax.invert_yaxis()
+        ax.set_xlabel("records/s (steady, same backlog; × = ratio to the ceiling)")
+        ax.set_title(
+            f"{tp['shape']}: {tp['records']:,} records, {tp['value_bytes']:g} B values", fontsize=9, pad=14
+        )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def curve_plots(curves: dict[str, Any], out_dir: Path) -> list[Path]:
+    """``curves-partitions.png`` and ``curves-record-size.png``: records/s, CPU per record and
+    peak RSS of each curve system against the axis (log x)."""
+    written = []
+    runs = curves["runs"]
+    for axis, fixed, held, name, xlabel in (
+        ("partitions", "value_bytes", curves["value_bytes"][0], "curves-partitions.png", "input partitions"),
+        ("value_bytes", "partitions", curves["partitions"][0], "curves-record-size.png", "value bytes"),
+    ):
+        fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+        for label in dict.fromkeys(r["system"]["label"] for r in runs):
+            line = sorted(
+                (r for r in runs if r["system"]["label"] == label and r[fixed] == held), key=lambda r: r[axis]
+            )
+            if not line:
+                continue
+            system = line[0]["system"]
+            for ax, metric in zip(axes, CURVE_LABELS, strict=True):
+                ax.plot(
+                    [r[axis] for r in line],
+                    [r[metric] for r in line],
+                    marker="o",
+                    color=_colour(system),
+                    label=label,
+                )
+        ticks = sorted({r[axis] for r in runs if r[fixed] == held})
+        for ax, metric in zip(axes, CURVE_LABELS, strict=True):
+            ax.set_xscale("log")
+            ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,.6g}"))
+            ax.set_xlabel(xlabel)
+            ax.set_title(CURVE_LABELS[metric])
+            ax.grid(True, which="both", alpha=0.3)
+            ax.set_ylim(bottom=0)
+        axes[0].legend(fontsize=8)
+        fixed_text = f"{held:,} B values" if fixed == "value_bytes" else f"{held} input partitions"
+        fig.suptitle(f"Cost against {xlabel} ({fixed_text}, backlog drained as fast as possible)")
+        fig.tight_layout()
+        path = out_dir / name
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -1,0 +1,207 @@
+"""The options every job takes, in one place: their command line and what they become.
+
+Source, security, values, sink and Spark options are the same for every job, so they are
+written once here: :func:`common_parser` is the argparse parent every job's subcommand starts
+from, :class:`CommonOptions` checks them before Spark starts (the source, sink, security and
+session settings), and :func:`job_input` finishes what needs a running session (parsing
+``--value-schema``) into the :class:`JobInput` every job's ``build`` receives. An option that
+every job should take is added here only: an argument in :func:`common_parser`, its check in
+:meth:`CommonOptions.from_args` or :func:`job_input`, and a field of :class:`JobInput` when the
+jobs need it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from spark_consumer.options import UsageError, check_field, key_value, parse_duration
+from spark_consumer.schema import field_type, load_schema
+from spark_consumer.security import MECHANISMS, PROTOCOLS, KafkaSecurity
+from spark_consumer.session import SessionOptions
+from spark_consumer.sinks import SinkOptions
+from spark_consumer.source import SourceOptions
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr and exit 2 (no usage dump)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _pair(text: str) -> tuple[str, str]:
+    try:
+        return key_value(text)  # never echoes a value: it may be a password
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def common_parser() -> Parser:
+    """The parent parser of every job: the source, security, values, sink and spark groups."""
+    common = Parser(add_help=False)
+    src = common.add_argument_group("source (the ordered topic)")
+    src.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT[,...]")
+    src.add_argument("--topic", required=True, help="the ordered topic the sidecar writes")
+    src.add_argument(
+        "--starting-offsets", default="earliest", help="earliest (default), latest, or Spark's JSON"
+    )
+    src.add_argument(
+        "--watermark-delay",
+        default="1s",
+        metavar="DURATION",
+        help="Spark's watermark delay (default 1s); the ordered input needs only a small one",
+    )
+    src.add_argument("--max-offsets-per-trigger", type=int, metavar="N")
+    src.add_argument(
+        "--kafka-option",
+        action="append",
+        type=_pair,
+        default=[],
+        metavar="KEY=VALUE",
+        help="passed to the Kafka source and sink, e.g. kafka.security.protocol=SSL",
+    )
+    sec = common.add_argument_group(
+        "security (passwords from $TIMESYNC_SPARK_SASL_PASSWORD and $TIMESYNC_SPARK_SSL_PASSWORD)"
+    )
+    sec.add_argument("--security-protocol", choices=PROTOCOLS, help="as the sidecar's security.protocol")
+    sec.add_argument("--sasl-mechanism", choices=MECHANISMS, help="default PLAIN")
+    sec.add_argument("--sasl-username", metavar="NAME")
+    sec.add_argument("--ssl-cafile", metavar="PEM", help="CA certificates to trust (PEM)")
+    sec.add_argument(
+        "--no-ssl-check-hostname",
+        dest="ssl_check_hostname",
+        action="store_false",
+        help="accept a broker certificate that does not name the host",
+    )
+    sec.add_argument(
+        "--ssl-keystore",
+        metavar="FILE",
+        help="client certificate and key: .p12/.pfx (PKCS#12), .jks, or .pem (key and chain in one file)",
+    )
+    val = common.add_argument_group("values")
+    val.add_argument(
+        "--value-schema",
+        metavar="DDL|FILE",
+        help="DDL string, or a file: DDL, Spark schema JSON, JSON Schema",
+    )
+    val.add_argument(
+        "--key-field", metavar="FIELD", help="field of the JSON value to key on (default: the Kafka key)"
+    )
+    out = common.add_argument_group("sink")
+    out.add_argument("--sink", choices=("kafka", "console", "parquet"), default="kafka")
+    out.add_argument("--output-topic", help="with the Kafka sink (created when missing)")
+    out.add_argument("--path", help="output directory for --sink parquet")
+    out.add_argument(
+        "--checkpoint", required=True, metavar="DIR", help="checkpoint directory; a restart resumes from it"
+    )
+    out.add_argument("--trigger", default="1s", metavar="DURATION|available-now")
+    spark = common.add_argument_group("spark")
+    spark.add_argument("--master", help="Spark master (default local[*])")
+    spark.add_argument(
+        "--jars-dir",
+        type=Path,
+        help="directory with the Kafka connector jars (default: none if the connector is on Spark's "
+        "classpath already, else the checkout's .cache/jars/spark)",
+    )
+    spark.add_argument(
+        "--packages",
+        nargs="?",
+        const="auto",
+        metavar="COORDS",
+        help="fetch the connector with Ivy instead (default coordinates: the one matching pyspark)",
+    )
+    spark.add_argument("--shuffle-partitions", type=int, default=2)
+    spark.add_argument("--conf", action="append", type=_pair, default=[], metavar="KEY=VALUE")
+    return common
+
+
+def _trigger(text: str) -> str | int:
+    return "available-now" if text == "available-now" else parse_duration(text, "--trigger")
+
+
+@dataclass(frozen=True, slots=True)
+class CommonOptions:
+    """The shared options, parsed and checked without Spark."""
+
+    security: KafkaSecurity
+    source: SourceOptions
+    sink: SinkOptions
+    session: SessionOptions
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> CommonOptions:
+        """Check the shared options (:class:`UsageError` names the option and the value)."""
+        security = KafkaSecurity.from_args(
+            args.security_protocol,
+            args.sasl_mechanism,
+            args.sasl_username,
+            args.ssl_cafile,
+            args.ssl_check_hostname,
+            args.ssl_keystore,
+        )
+        # The security settings first: an explicit --kafka-option wins.
+        kafka_options = {**security.kafka_options(), **dict(args.kafka_option)}
+        source = SourceOptions(
+            bootstrap_servers=args.bootstrap_servers,
+            topic=args.topic,
+            watermark_delay_ms=parse_duration(args.watermark_delay, "--watermark-delay", allow_zero=True),
+            starting_offsets=args.starting_offsets,
+            max_offsets_per_trigger=args.max_offsets_per_trigger,
+            kafka_options=kafka_options,
+        )
+        sink = SinkOptions(
+            kind=args.sink,
+            checkpoint=args.checkpoint,
+            bootstrap_servers=args.bootstrap_servers,
+            topic=args.output_topic,
+            path=args.path,
+            trigger=_trigger(args.trigger),
+            query_name=f"timesync-{args.job}",
+            kafka_options={k: v for k, v in kafka_options.items() if k.startswith("kafka.")},
+        )
+        if args.key_field is not None:
+            check_field(args.key_field, "--key-field")
+        if args.shuffle_partitions < 1:
+            raise UsageError(f"--shuffle-partitions: {args.shuffle_partitions} must be at least 1")
+        session = SessionOptions(
+            master=args.master,
+            jars_dir=args.jars_dir,
+            packages=args.packages,
+            shuffle_partitions=args.shuffle_partitions,
+            conf=dict(args.conf),
+        )
+        return cls(security, source, sink, session)
+
+
+def require_value_schema(args: argparse.Namespace, reads_value_fields: bool) -> None:
+    """A job that reads fields of the value (``--key-field``, ``--agg FUNCTION:FIELD``) needs
+    ``--value-schema`` to find them."""
+    if reads_value_fields and not args.value_schema:
+        raise UsageError("--value-schema: required to read value fields (--key-field, --agg FUNCTION:FIELD)")
+
+
+@dataclass(frozen=True, slots=True)
+class JobInput:
+    """What the shared options give every job's ``build``, once Spark runs.
+
+    ``value_schema`` is ``--value-schema`` parsed (``None``: the value stays a JSON string), with
+    ``key_field`` known to name one of its fields.
+    """
+
+    source: SourceOptions
+    value_schema: StructType | None
+    key_field: str | None
+
+
+def job_input(args: argparse.Namespace, source: SourceOptions) -> JobInput:
+    """Parse the value schema (Spark's DDL parser needs the session) and check the key field in it."""
+    schema = load_schema(args.value_schema) if args.value_schema else None
+    if schema is not None and args.key_field:
+        field_type(schema, args.key_field, "--key-field")
+    return JobInput(source, schema, args.key_field)
