@@ -35,8 +35,21 @@ $(STAMP_JARS): $(POMS)
 	$(MVN) -q -B -f deploy/local/pom.xml dependency:copy-dependencies
 	@mkdir -p $(dir $@) && touch $@
 
+# timesync's suppress operator (a Spark StatefulProcessor in Java), built against the Spark
+# version its pom pins (= pyspark's) and put beside the connector jars, where timesync-spark
+# looks for it (spark_consumer/session.py).
+OPERATOR_POM := operators/suppress/pom.xml
+SPARK_VERSION := $(shell sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' $(OPERATOR_POM))
+OPERATOR_JAR := .cache/jars/operator/timesync-suppress-operator-$(SPARK_VERSION).jar
+$(OPERATOR_JAR): $(OPERATOR_POM) $(shell find operators/suppress/src -name '*.java')
+	@command -v $(MVN) >/dev/null || { echo "mvn not found: install Apache Maven (the suppress operator is built with it)" >&2; exit 1; }
+	$(MVN) -q -B -f $(OPERATOR_POM) package
+	@mkdir -p $(dir $@) && cp operators/suppress/target/$(notdir $@) $@
+
 venv: $(STAMP_PY)
-jars: $(STAMP_JARS)
+jars: $(STAMP_JARS) $(OPERATOR_JAR)
+# Every target that may run `suppress` builds its operator first.
+test test-chaos demo bench: $(OPERATOR_JAR)
 
 # Apicurio Registry (Schema Registry with Confluent's API) for the avro:/protobuf: tests: its
 # tar.gz (~158 MB) is fetched once with mvn into .cache/registry and unpacked there.

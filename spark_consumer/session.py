@@ -8,13 +8,17 @@ driver JVM reads them once:
   otherwise the jars come from a directory (``--jars-dir``; in a checkout ``make jars`` fills
   ``.cache/jars/spark`` from ``deploy/local/pom.xml``) and go on ``spark.jars``, or, on machines
   that reach Maven Central, from Ivy (``spark.jars.packages``). :func:`connector_conf` has the order.
-- **The Python workers.** ``transformWithStateInPandas`` runs in worker processes that must use
-  the driver's interpreter (the one with pandas, pyarrow and protobuf), so ``PYSPARK_PYTHON`` and
-  ``PYSPARK_DRIVER_PYTHON`` are set to :data:`sys.executable`.
+- **timesync's suppress operator.** ``suppress`` runs a JVM ``StatefulProcessor`` built from
+  ``operators/suppress`` (``timesync-suppress-operator-<pyspark version>.jar``). It goes on
+  ``spark.jars`` from wherever it is found (:func:`find_operator_jar`); when it is nowhere,
+  only ``suppress`` fails, with one line that says how to build it.
+- **The Python workers.** No job runs Python code in Spark's workers today, but any Python UDF
+  would, and workers must use the driver's interpreter (the one with this package), so
+  ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` are set to :data:`sys.executable`.
 - **Logging.** The driver JVM gets ``log4j2.properties`` from this package (warnings only).
 
 The session also uses the RocksDB state store (large state off the JVM heap, and what
-``transformWithStateInPandas`` is built for), few shuffle partitions (each stateful micro-batch
+``transformWithState`` is built for), few shuffle partitions (each stateful micro-batch
 runs one task per partition; Spark's default of 200 is slow on small machines) and UTC.
 """
 
@@ -39,6 +43,8 @@ JARS_DIR_ENV = "TIMESYNC_SPARK_JARS_DIR"
 PACKAGES_ENV = "TIMESYNC_SPARK_PACKAGES"
 
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
+OPERATOR = "timesync-suppress-operator"
+DEFAULT_OPERATOR_DIR = REPO / ".cache" / "jars" / "operator"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -152,6 +158,43 @@ def connector_conf(options: SessionOptions) -> dict[str, str]:
     )
 
 
+def operator_jar_name() -> str:
+    return f"{OPERATOR}-{pyspark_version()}.jar"
+
+
+def find_operator_jar(options: SessionOptions) -> Path | None:
+    """timesync's suppress operator jar for this pyspark, or ``None`` when it is nowhere.
+
+    Looked for in the jars directory (``options.jars_dir`` or ``$TIMESYNC_SPARK_JARS_DIR``),
+    then in the checkout's ``.cache/jars/operator`` (``make jars``). A jar already in
+    :func:`spark_home`'s ``jars/`` (the image) needs no ``spark.jars`` and is not returned.
+    """
+    env_dir = os.environ.get(JARS_DIR_ENV)
+    jars_dir = options.jars_dir or (Path(env_dir) if env_dir else None)
+    name = operator_jar_name()
+    for folder in (jars_dir, DEFAULT_OPERATOR_DIR):
+        if folder is not None and (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def operator_missing() -> str:
+    """The one line a user reads when ``suppress`` cannot find its operator."""
+    return (
+        f"timesync's suppress operator ({operator_jar_name()}) is not on Spark's classpath: in a "
+        f"timesync checkout run `make jars` (Maven builds it from operators/suppress into "
+        f"{DEFAULT_OPERATOR_DIR}), or put that jar in --jars-dir DIR or {spark_home() / 'jars'}"
+    )
+
+
+def _with_operator(conf: dict[str, str], options: SessionOptions) -> dict[str, str]:
+    jar = find_operator_jar(options)
+    if jar is None or str(jar) in conf.get("spark.jars", ""):
+        return conf
+    jars = [j for j in conf.get("spark.jars", "").split(",") if j]
+    return {**conf, "spark.jars": ",".join([*jars, str(jar)])}
+
+
 def _what_to_do() -> str:
     version = pyspark_version()
     return (
@@ -199,7 +242,7 @@ def _spark_defaults() -> dict[str, str]:
 def session_conf(options: SessionOptions) -> dict[str, str]:
     """The full Spark configuration :func:`get_session` applies (without the master)."""
     conf = {
-        **connector_conf(options),
+        **_with_operator(connector_conf(options), options),
         "spark.app.name": options.app_name,
         "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
         # Changelog checkpointing commits only what changed in a micro-batch, not a full snapshot.

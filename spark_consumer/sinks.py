@@ -71,6 +71,8 @@ def start(output: JobOutput, sink: SinkOptions) -> StreamingQuery:
         raise UsageError(
             f"--sink parquet: Spark's file sink writes only append mode, not {output.output_mode}"
         )
+    if output.check_checkpoint is not None:
+        output.check_checkpoint(sink.checkpoint)
     frame = kafka_records(output.frame) if sink.kind == "kafka" else output.frame
     writer = (
         frame.writeStream.outputMode(output.output_mode)

@@ -1,10 +1,12 @@
 """The sans-I/O merge core: pure, deterministic, no asyncio, no Kafka client, no clock of its own.
 
 Adapters feed a :class:`MergeTask` facts (records, fetch responses, acks, the current time) and
-act on what it returns. See ``task.py`` for the API and ``readiness.py`` / ``merge.py`` /
-``watermarks.py`` / ``commits.py`` for the rules.
+act on what it returns. See ``task.py`` for the API; each rule has a module of its own (the
+layout is in ``task.py``'s docstring).
 """
 
+from sidecar.core.config import TaskConfig
+from sidecar.core.outcomes import Heartbeat, Idle, NeedFetch, Outcome, PauseHint, WaitUntil
 from sidecar.core.readiness import IDLE_AUTO, IDLE_DISABLED, IDLE_FOREVER, Verdict
 from sidecar.core.records import (
     CREATE_TIME,
@@ -17,7 +19,7 @@ from sidecar.core.records import (
     Record,
     TopicPartition,
 )
-from sidecar.core.task import Heartbeat, Idle, MergeTask, NeedFetch, Outcome, PauseHint, TaskConfig, WaitUntil
+from sidecar.core.task import MergeTask
 from sidecar.core.timestamps import (
     BrokerTimestampLimits,
     InvalidTimestampError,

@@ -144,6 +144,12 @@ class IdleLearner:
         decision point (records pushed since, in the same fetch, would not have gone out first)."""
         self.arrived(p.index, now_ms, p.timestamps[p.head] < max(stream_time, self._held_max))
 
+    def held(self, parts: Sequence[PartitionState]) -> None:
+        """An operator holds these partitions: the spells of the empty ones span the hold."""
+        for p in parts:
+            if p.head == len(p.timestamps):
+                self.interrupt(p.index)
+
     def why_idling(self, p: PartitionState, until_ms: int) -> str:
         """``blocked_by``'s reason while ``p`` is waited for, for ``/status``."""
         return f"idling until {until_ms} (caught up; max.task.idle.ms=auto: {self.basis(p.index)})"

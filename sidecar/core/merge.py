@@ -134,16 +134,12 @@ def run_end(p: PartitionState, bound_ts: int, wins_ties: bool, limit: int) -> in
     return j
 
 
-def late_positions(
-    ts: list[int], start: int, end: int, stream_time: int, monotonic: bool
-) -> list[tuple[int, int]]:
+def late_positions(ts: list[int], start: int, end: int, stream_time: int) -> list[tuple[int, int]]:
     """(index, lateness) of the records in ``ts[start:end]`` below the stream time at their turn.
 
-    ``stream_time`` is the stream time before ``start``; it rises as the run goes.
+    ``stream_time`` is the stream time before ``start``; it rises as the run goes. (For a sorted
+    run the late records are a prefix, found by one binary search instead.)
     """
-    if monotonic:
-        # Non-decreasing: only a prefix can be below the stream time, which that prefix leaves as is.
-        return [(j, stream_time - ts[j]) for j in range(start, bisect_left(ts, stream_time, start, end))]
     late = []
     high = stream_time
     for j in range(start, end):

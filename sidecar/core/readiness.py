@@ -25,14 +25,19 @@ nothing is ever enforced); ``0`` waits for lag knowledge but not a millisecond l
 learnt (the task passes it in). A paused partition (backpressure) is not fetched, so its lag goes
 stale: it blocks, and its idle clock is frozen — the time left is restored on resume.
 
-This module holds the rule for one partition; ``task.py`` applies it across a task.
+This module holds the rule for one partition (:func:`judge`) and the one place a task applies
+it (:class:`Gate`): before a take, as a partition runs dry during one, and for ``/status``.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
 
+from sidecar.core.idle_learning import IdleLearner
 from sidecar.core.merge import PartitionState
+from sidecar.core.records import TopicPartition
 
 #: ``max.task.idle.ms=-1``: never wait.
 IDLE_DISABLED = -1
@@ -117,3 +122,91 @@ def resume(p: PartitionState, now_ms: int) -> None:
     if p.frozen_remaining is not None:
         p.deadline = now_ms + p.frozen_remaining
         p.frozen_remaining = None
+
+
+@dataclass(frozen=True, slots=True)
+class Blockers:
+    """What the empty partitions of a task say before a take.
+
+    ``blocking``: partitions only a fetch can unblock; ``deadline``: the earliest idle deadline
+    still to pass; ``enforced``: some empty partition's deadline passed already, so whatever is
+    taken is enforced processing.
+    """
+
+    enforced: bool = False
+    blocking: tuple[TopicPartition, ...] = ()
+    deadline: int | None = None
+
+    @property
+    def ready(self) -> bool:
+        return not self.blocking and self.deadline is None
+
+
+#: A task with ``max.task.idle.ms=-1``, or one with nothing to take, is never held back.
+NOTHING_BLOCKS = Blockers()
+
+
+class Gate:
+    """The idle rule applied across one task's partitions: every readiness decision goes here.
+
+    It is judged only while the task holds something to take (an empty task starts no idle
+    clock), and only for empty partitions: a partition with data never holds the task back.
+    """
+
+    __slots__ = ("enabled", "idle_ms", "learner")
+
+    def __init__(self, idle_ms: int, learner: IdleLearner | None = None) -> None:
+        self.idle_ms = idle_ms
+        #: ``False`` under ``max.task.idle.ms=-1``: nothing ever holds the task back or is enforced.
+        self.enabled = idle_ms != IDLE_DISABLED
+        #: Under ``max.task.idle.ms=auto``: each partition's idle, as learnt (else ``None``).
+        self.learner = learner
+
+    def _idle(self, p: PartitionState, now_ms: int) -> int:
+        """The idle ``p`` is judged by: the setting, or what is left of the idle ``auto`` learnt."""
+        return self.idle_ms if self.learner is None else self.learner.wait_for(p, now_ms)
+
+    def assess(self, parts: Iterable[PartitionState], now_ms: int) -> Blockers:
+        """Before a take: judge every empty partition (starting idle deadlines as Kafka does)."""
+        if not self.enabled:
+            return NOTHING_BLOCKS
+        enforced = False
+        blocking: list[TopicPartition] = []
+        deadline: int | None = None
+        for p in parts:
+            if p.head != len(p.timestamps):
+                continue
+            verdict = empty_partition_verdict(p, now_ms, self._idle(p, now_ms))
+            if verdict is Verdict.PASSED:
+                enforced = True
+            elif verdict is Verdict.IDLING and p.deadline is not None:
+                if deadline is None or p.deadline < deadline:
+                    deadline = p.deadline
+            else:  # no deadline to wait for: only a fetch bringing data can unblock
+                blocking.append(p.tp)
+        return Blockers(enforced, tuple(blocking), deadline)
+
+    def passes(self, p: PartitionState, now_ms: int) -> bool:
+        """During a take under an :attr:`enabled` gate, ``p`` ran dry while others still hold
+        records: may the take go on? (If it does, what follows is enforced.)"""
+        return empty_partition_verdict(p, now_ms, self._idle(p, now_ms)) is Verdict.PASSED
+
+    def reasons(self, parts: Iterable[PartitionState], now_ms: int) -> list[tuple[PartitionState, str]]:
+        """For ``/status``: each empty partition holding the task back, and why; changes nothing."""
+        if not self.enabled:
+            return []
+        out = []
+        for p in parts:
+            if p.head == len(p.timestamps):
+                reason = self._reason(p, now_ms)
+                if reason is not None:
+                    out.append((p, reason))
+        return out
+
+    def _reason(self, p: PartitionState, now_ms: int) -> str | None:
+        learner = self.learner
+        idle = self.idle_ms if learner is None else learner.wait_ms(p.index, now_ms)
+        verdict = judge(p, now_ms, idle)
+        if learner is None or verdict is not Verdict.IDLING:
+            return explain(verdict, p, now_ms, idle)
+        return learner.why_idling(p, p.deadline if p.deadline is not None else now_ms + idle)

@@ -51,18 +51,24 @@ class BrokerTimestampLimits:
     before_max_ms: int = MAX_TIMESTAMP
 
     def window(self, now_ms: int) -> tuple[int, int]:
-        """The accepted timestamps at ``now_ms``, both ends inclusive."""
-        return now_ms - min(self.before_max_ms, now_ms + 1), now_ms + self.after_max_ms
+        """The timestamps the broker accepts at ``now_ms``, both ends inclusive: from
+        ``now − before.max.ms`` to ``now + after.max.ms``.
+
+        This is the refusal rule, written once: :meth:`refusal` and the merge's bounds read it
+        from here, and the broker accepts a time exactly at either end.
+        """
+        return now_ms - self.before_max_ms, now_ms + self.after_max_ms
 
     def refusal(self, timestamp: int, now_ms: int) -> str | None:
         """Why the broker would refuse ``timestamp`` at ``now_ms``, naming the setting; ``None``
-        when it would accept it."""
-        if timestamp - now_ms > self.after_max_ms:
+        when :meth:`window` holds it."""
+        low, high = self.window(now_ms)
+        if timestamp > high:
             return (
                 f"timestamp {timestamp} is {timestamp - now_ms} ms ahead of the clock, more than the output "
                 f"topic's message.timestamp.after.max.ms={self.after_max_ms}: the broker would refuse it"
             )
-        if now_ms - timestamp > self.before_max_ms:
+        if timestamp < low:
             return (
                 f"timestamp {timestamp} is {now_ms - timestamp} ms behind the clock, more than the output "
                 f"topic's message.timestamp.before.max.ms={self.before_max_ms}: the broker would refuse it"
@@ -76,6 +82,9 @@ class InvalidTimestampError(Exception):
     Carries the record's coordinates so the service can name them in its one-line error.
     """
 
+    #: The exception name a dead letter of this kind carries in its DLQ headers.
+    dead_letter_class = "InvalidTimestampError"
+
     def __init__(self, tp: TopicPartition, offset: int, reason: str) -> None:
         super().__init__(f"invalid timestamp in {tp.topic}[{tp.partition}] at offset {offset}: {reason}")
         self.tp = tp
@@ -86,6 +95,9 @@ class InvalidTimestampError(Exception):
 class RefusedTimestampError(InvalidTimestampError):
     """A record whose event time the output topic's broker would refuse (see
     :class:`BrokerTimestampLimits`), under ``errors.tolerance=none``."""
+
+    #: As the broker names its refusal (the producer's error for the whole batch).
+    dead_letter_class = "InvalidTimestampException"
 
 
 class TimestampExtractor(Protocol):

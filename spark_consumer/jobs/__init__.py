@@ -9,6 +9,7 @@ command line (a :class:`~spark_consumer.jobs.command.Job`), and :mod:`.registry`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -20,7 +21,10 @@ class JobOutput:
 
     ``frame`` has a string ``key`` and a BIGINT ``ts`` (epoch ms, the output event time) among
     its columns; ``output_mode`` is the Structured Streaming output mode it needs.
+    ``check_checkpoint``, when set, is called with the checkpoint directory before the query
+    starts and raises when the job cannot resume from it (its message says why and what to do).
     """
 
     frame: DataFrame
     output_mode: str
+    check_checkpoint: Callable[[str], None] | None = None

@@ -65,7 +65,11 @@ class Stream:
         return [row for _, rows in sorted(self.batches, key=lambda b: b[0]) for row in rows]
 
     def drops(self) -> Drops:
-        return sum_drops([*self._earlier_progress, *self.query.recentProgress])
+        return sum_drops(self.progress())
+
+    def progress(self) -> list[Any]:
+        """Every progress report so far, the stopped queries' included, in batch order."""
+        return [*self._earlier_progress, *self.query.recentProgress]
 
     def stop(self) -> None:
         self.query.stop()

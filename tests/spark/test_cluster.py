@@ -1,11 +1,8 @@
 """``timesync-spark aggregate`` and ``suppress`` on a Spark standalone cluster (a master and a
 worker on loopback; executors in JVMs of their own), end to end from an ordered topic the sidecar
-wrote: the Kafka connector jars reach the executors (their work folders hold them) and so does
-the Python package (suppress runs ``spark_consumer``'s stateful processor in the executors'
-Python workers), and the results are the windows of the input.
-
-On this machine the executors' Python workers run the driver's interpreter (``PYSPARK_PYTHON``),
-whose environment has ``spark_consumer``; docs/spark.md says what a real cluster needs instead.
+wrote: the Kafka connector jars and suppress's operator jar reach the executors (their work
+folders hold them; suppress's rule runs there, in the JVM), and the results are the windows of
+the input.
 """
 
 from __future__ import annotations
@@ -129,6 +126,12 @@ async def test_aggregate_and_suppress_run_on_a_standalone_cluster(
             assert folders, f"no executor ran for {app['name']}"
             fetched = [p.name for f in folders for p in f.glob("spark-sql-kafka-0-10_*.jar")]
             assert fetched, f"the executors of {app['name']} did not fetch the Kafka connector"
+        operator = [
+            p.name
+            for a in apps
+            for p in (cluster.work_dir / a["id"]).glob("*/timesync-suppress-operator-*.jar")
+        ]
+        assert operator, "the executors did not fetch the suppress operator"
     finally:
         if cluster is None:
             cluster = await cluster_starting

@@ -41,7 +41,7 @@ def run(
 
 
 def idle_of(t: MergeTask, partition: int) -> dict[str, object]:
-    snap: dict[str, object] = t.snapshot(t._clock or 0)["partitions"][partition]["idle"]
+    snap: dict[str, object] = t.snapshot(t._intake.clock or 0)["partitions"][partition]["idle"]
     return snap
 
 

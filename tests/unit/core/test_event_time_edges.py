@@ -220,6 +220,53 @@ def test_sorted_buffers_refuse_the_same_records_as_the_general_merge() -> None:
     assert sorted_task.stream_time == now + 5, "a refused time is not stream time"
 
 
+#: A topic accepting one hour ahead and two hours behind, judged at NOW.
+EDGES = BrokerTimestampLimits(after_max_ms=HOUR, before_max_ms=2 * HOUR)
+NOW = 1_700_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "refused_by"),
+    [
+        (NOW + HOUR, None),
+        (NOW + HOUR + 1, "message.timestamp.after.max.ms=3600000"),
+        (NOW - 2 * HOUR, None),
+        (NOW - 2 * HOUR - 1, "message.timestamp.before.max.ms=7200000"),
+    ],
+)
+def test_the_broker_accepts_a_time_exactly_at_either_limit_and_refuses_one_ms_beyond(
+    timestamp: int, refused_by: str | None
+) -> None:
+    """Kafka refuses ``ts > now + after.max.ms`` and ``ts < now - before.max.ms``, nothing else."""
+    reason = EDGES.refusal(timestamp, NOW)
+    if refused_by is None:
+        assert reason is None
+        assert EDGES.window(NOW)[0] <= timestamp <= EDGES.window(NOW)[1]
+    else:
+        assert reason is not None
+        assert refused_by in reason
+
+
+@pytest.mark.parametrize("in_order", [True, False], ids=["sorted-buffer", "runs"])
+def test_the_merge_emits_times_at_the_limits_and_dead_letters_those_one_ms_beyond(in_order: bool) -> None:
+    t = MergeTask([A0], TaskConfig(max_task_idle_ms=-1, output_limits=EDGES, errors_tolerance="all"))
+    edges = [NOW - 2 * HOUR - 1, NOW - 2 * HOUR, NOW + HOUR, NOW + HOUR + 1]
+    t.push(A0, records(A0, edges if in_order else edges[::-1]))  # no clock reading yet: judged at emit
+    batches, _ = drain(t, now=NOW)
+    assert sorted(timestamps_of(batches)) == [NOW - 2 * HOUR, NOW + HOUR]
+    dead = [d.record for b in batches for d in b.dead_letters]
+    assert sorted(r.timestamp for r in dead) == [NOW - 2 * HOUR - 1, NOW + HOUR + 1]
+
+
+def test_a_push_keeps_a_time_exactly_at_the_ahead_limit_and_refuses_one_ms_beyond() -> None:
+    t = MergeTask([A0], TaskConfig(max_task_idle_ms=-1, output_limits=EDGES, errors_tolerance="none"))
+    t.observe_fetch(A0, 0, 0, NOW)
+    with pytest.raises(RefusedTimestampError) as refused:
+        t.push(A0, records(A0, [NOW + HOUR, NOW + HOUR + 1]))
+    assert refused.value.offset == 1
+    assert timestamps_of(drain(t, now=NOW)[0]) == [NOW + HOUR]
+
+
 # -- found by the state machine (test_task_state_machine) -----------------------------------------
 
 
