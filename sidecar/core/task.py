@@ -26,7 +26,8 @@ A record's route, one module per step (Kafka Streams splits the same work betwee
 1. ``push`` → ``intake.py``: its event time read once, the invalid and refused-timestamp
    policies applied, the record queued in its partition (``merge.py``'s ``PartitionState``);
 2. ``poll`` → ``readiness.py``: the :class:`Gate` judges the empty partitions, the one place
-   readiness is decided;
+   readiness is decided (under ``max.task.idle.ms=auto`` by the idle ``idle_learning.py``
+   learnt per partition, from what the task tells it of polls, pushes, lag and holds);
 3. → ``group.py``: the :class:`PartitionGroup` takes records in output order (sorted buffers at
    once, or run by run) into a ``batch.py`` :class:`BatchDraft`, which applies the late and
    refused policies;
