@@ -21,6 +21,7 @@ from typing import NoReturn
 
 from sidecar import __version__
 from sidecar.config import ConfigError, SidecarConfig, load_config
+from sidecar.core import IDLE_AUTO
 
 EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
 
@@ -117,7 +118,7 @@ async def serve(config: SidecarConfig) -> None:
         config.input_topics,
         config.output_topic,
         config.task_grouping,
-        "max" if config.max_task_idle_ms >= 2**63 - 1 else config.max_task_idle_ms,
+        {2**63 - 1: "max", IDLE_AUTO: "auto"}.get(config.max_task_idle_ms, config.max_task_idle_ms),
         config.processing_guarantee,
         f", HTTP on {config.http_host}:{config.http_port}" if http else "",
     )

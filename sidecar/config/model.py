@@ -16,7 +16,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from sidecar.config.exposure import http_exposure
 from sidecar.config.sources import FileLayer, TimesyncEnv
 from sidecar.core import TaskConfig, parse_extractor
-from sidecar.core.readiness import IDLE_FOREVER
+from sidecar.core.readiness import IDLE_AUTO, IDLE_FOREVER
 
 ENV_PREFIX = "TIMESYNC_"
 #: A timeout that never ends (Kafka's Long.MAX_VALUE).
@@ -62,7 +62,8 @@ class SidecarConfig(BaseSettings):
     task_grouping: Literal["single", "partition"] = "single"
     # With task.grouping=single: refuse to start while another host runs the group (claim.py).
     task_grouping_single_guard: bool = True
-    max_task_idle_ms: int = 0
+    max_task_idle_ms: int = 0  # "auto" is IDLE_AUTO: learnt per partition, within the budget below
+    max_task_idle_budget_ms: int = 1000
     buffered_records_per_partition: int = Field(1000, ge=1)
     timestamp_extractor: str = "record"
     timestamp_invalid: Literal["fail", "skip", "partition-time"] = "fail"
@@ -152,7 +153,22 @@ class SidecarConfig(BaseSettings):
     @field_validator("max_task_idle_ms", mode="before")
     @classmethod
     def _idle(cls, value: Any) -> int:
-        return _millis_or_max(value, -1, "expected -1, 0, a number of milliseconds, or max")
+        if str(value).strip().lower() == "auto":
+            return IDLE_AUTO
+        return _millis_or_max(value, -1, "expected -1, 0, a number of milliseconds, max, or auto")
+
+    @field_validator("max_task_idle_budget_ms", mode="before")
+    @classmethod
+    def _idle_budget(cls, value: Any) -> int:
+        try:
+            millis = int(str(value).strip())
+        except ValueError:
+            millis = 0
+        if millis < 1:
+            raise ValueError(
+                "expected a positive number of milliseconds: the most auto waits for a partition"
+            )
+        return millis
 
     @field_validator("delivery_timeout_ms", mode="before")
     @classmethod
@@ -256,6 +272,7 @@ class SidecarConfig(BaseSettings):
         """The merge core's view of this config."""
         return TaskConfig(
             max_task_idle_ms=self.max_task_idle_ms,
+            max_task_idle_budget_ms=self.max_task_idle_budget_ms,
             buffered_records_per_partition=self.buffered_records_per_partition,
             extractor=parse_extractor(self.timestamp_extractor),
             timestamp_invalid=self.timestamp_invalid,
@@ -286,6 +303,8 @@ class SidecarConfig(BaseSettings):
             value = getattr(self, name)
             if isinstance(value, SecretStr):
                 value = "********" if value.get_secret_value() else ""
+            elif name == "max_task_idle_ms" and value == IDLE_AUTO:
+                value = "auto"
             out[key_of(name)] = value
         return out
 

@@ -7,7 +7,7 @@ layout is in ``task.py``'s docstring).
 
 from sidecar.core.config import TaskConfig
 from sidecar.core.outcomes import Heartbeat, Idle, NeedFetch, Outcome, PauseHint, WaitUntil
-from sidecar.core.readiness import IDLE_DISABLED, IDLE_FOREVER, Verdict
+from sidecar.core.readiness import IDLE_AUTO, IDLE_DISABLED, IDLE_FOREVER, Verdict
 from sidecar.core.records import (
     CREATE_TIME,
     LOG_APPEND_TIME,
@@ -31,6 +31,7 @@ from sidecar.core.timestamps import (
 
 __all__ = [
     "CREATE_TIME",
+    "IDLE_AUTO",
     "IDLE_DISABLED",
     "IDLE_FOREVER",
     "LOG_APPEND_TIME",

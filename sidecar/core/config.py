@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sidecar.core.readiness import IDLE_DISABLED
+from sidecar.core.readiness import IDLE_AUTO, IDLE_DISABLED
 from sidecar.core.timestamps import (
     BrokerTimestampLimits,
     ErrorTolerance,
@@ -22,7 +22,10 @@ LatePolicy = Literal["forward", "drop", "topic"]
 class TaskConfig:
     """The merge settings of one task (the core's view of the sidecar's config keys)."""
 
+    #: -1, 0, N, ``IDLE_FOREVER``, or ``IDLE_AUTO`` (learnt per partition, within the budget).
     max_task_idle_ms: int = 0
+    #: Under ``IDLE_AUTO``: the most a partition is waited for.
+    max_task_idle_budget_ms: int = 1000
     buffered_records_per_partition: int = 1000
     extractor: TimestampExtractor = field(default_factory=RecordTimestamp)
     timestamp_invalid: InvalidPolicy = "fail"
@@ -38,8 +41,10 @@ class TaskConfig:
     output_limits: BrokerTimestampLimits | None = None
 
     def __post_init__(self) -> None:
-        if self.max_task_idle_ms < IDLE_DISABLED:
-            raise ValueError(f"max.task.idle.ms must be -1, 0 or positive, got {self.max_task_idle_ms}")
+        if self.max_task_idle_ms < IDLE_DISABLED and self.max_task_idle_ms != IDLE_AUTO:
+            raise ValueError(f"max.task.idle.ms must be -1, 0, positive or auto, got {self.max_task_idle_ms}")
+        if self.max_task_idle_budget_ms < 1:
+            raise ValueError(f"max.task.idle.budget.ms must be positive, got {self.max_task_idle_budget_ms}")
         if self.buffered_records_per_partition < 1:
             got = self.buffered_records_per_partition
             raise ValueError(f"buffered.records.per.partition must be at least 1, got {got}")

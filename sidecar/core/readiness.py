@@ -21,8 +21,9 @@ its deadline does not add ``idle`` ms of latency to every later record.
 
 ``max.task.idle.ms`` = ``-1`` turns the rule off (always ready while any partition has data,
 nothing is ever enforced); ``0`` waits for lag knowledge but not a millisecond longer; ``max``
-(any value ≥ 2^63-1) waits forever. A paused partition (backpressure) is not fetched, so its
-lag goes stale: it blocks, and its idle clock is frozen — the time left is restored on resume.
+(any value ≥ 2^63-1) waits forever; ``auto`` waits, per partition, what ``idle_learning.py``
+learnt (the task passes it in). A paused partition (backpressure) is not fetched, so its lag goes
+stale: it blocks, and its idle clock is frozen — the time left is restored on resume.
 
 This module holds the rule for one partition (:func:`judge`) and the one place a task applies
 it (:class:`Gate`): before a take, as a partition runs dry during one, and for ``/status``.
@@ -34,6 +35,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sidecar.core.idle_learning import IdleLearner
 from sidecar.core.merge import PartitionState
 from sidecar.core.records import TopicPartition
 
@@ -41,6 +43,9 @@ from sidecar.core.records import TopicPartition
 IDLE_DISABLED = -1
 #: ``max.task.idle.ms=max``: Long.MAX_VALUE; any value at least this large waits forever.
 IDLE_FOREVER = 2**63 - 1
+#: ``max.task.idle.ms=auto``: each partition's idle is learnt (``idle_learning.py``); the task
+#: passes the learnt wait to this module, which never sees this value.
+IDLE_AUTO = -2
 
 
 class Verdict(enum.IntEnum):
@@ -148,16 +153,21 @@ class Gate:
     clock), and only for empty partitions: a partition with data never holds the task back.
     """
 
-    __slots__ = ("enabled", "idle_ms")
+    __slots__ = ("enabled", "idle_ms", "learner")
 
-    def __init__(self, idle_ms: int) -> None:
+    def __init__(self, idle_ms: int, learner: IdleLearner | None = None) -> None:
         self.idle_ms = idle_ms
         #: ``False`` under ``max.task.idle.ms=-1``: nothing ever holds the task back or is enforced.
         self.enabled = idle_ms != IDLE_DISABLED
+        #: Under ``max.task.idle.ms=auto``: each partition's idle, as learnt (else ``None``).
+        self.learner = learner
+
+    def _idle(self, p: PartitionState, now_ms: int) -> int:
+        """The idle ``p`` is judged by: the setting, or what is left of the idle ``auto`` learnt."""
+        return self.idle_ms if self.learner is None else self.learner.wait_for(p, now_ms)
 
     def assess(self, parts: Iterable[PartitionState], now_ms: int) -> Blockers:
         """Before a take: judge every empty partition (starting idle deadlines as Kafka does)."""
-        idle = self.idle_ms
         if not self.enabled:
             return NOTHING_BLOCKS
         enforced = False
@@ -166,7 +176,7 @@ class Gate:
         for p in parts:
             if p.head != len(p.timestamps):
                 continue
-            verdict = empty_partition_verdict(p, now_ms, idle)
+            verdict = empty_partition_verdict(p, now_ms, self._idle(p, now_ms))
             if verdict is Verdict.PASSED:
                 enforced = True
             elif verdict is Verdict.IDLING and p.deadline is not None:
@@ -179,7 +189,7 @@ class Gate:
     def passes(self, p: PartitionState, now_ms: int) -> bool:
         """During a take under an :attr:`enabled` gate, ``p`` ran dry while others still hold
         records: may the take go on? (If it does, what follows is enforced.)"""
-        return empty_partition_verdict(p, now_ms, self.idle_ms) is Verdict.PASSED
+        return empty_partition_verdict(p, now_ms, self._idle(p, now_ms)) is Verdict.PASSED
 
     def reasons(self, parts: Iterable[PartitionState], now_ms: int) -> list[tuple[PartitionState, str]]:
         """For ``/status``: each empty partition holding the task back, and why; changes nothing."""
@@ -188,7 +198,15 @@ class Gate:
         out = []
         for p in parts:
             if p.head == len(p.timestamps):
-                reason = explain(judge(p, now_ms, self.idle_ms), p, now_ms, self.idle_ms)
+                reason = self._reason(p, now_ms)
                 if reason is not None:
                     out.append((p, reason))
         return out
+
+    def _reason(self, p: PartitionState, now_ms: int) -> str | None:
+        learner = self.learner
+        idle = self.idle_ms if learner is None else learner.wait_ms(p.index, now_ms)
+        verdict = judge(p, now_ms, idle)
+        if learner is None or verdict is not Verdict.IDLING:
+            return explain(verdict, p, now_ms, idle)
+        return learner.why_idling(p, p.deadline if p.deadline is not None else now_ms + idle)

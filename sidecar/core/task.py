@@ -26,7 +26,8 @@ A record's route, one module per step (Kafka Streams splits the same work betwee
 1. ``push`` → ``intake.py``: its event time read once, the invalid and refused-timestamp
    policies applied, the record queued in its partition (``merge.py``'s ``PartitionState``);
 2. ``poll`` → ``readiness.py``: the :class:`Gate` judges the empty partitions, the one place
-   readiness is decided;
+   readiness is decided (under ``max.task.idle.ms=auto`` by the idle ``idle_learning.py``
+   learnt per partition, from what the task tells it of polls, pushes, lag and holds);
 3. → ``group.py``: the :class:`PartitionGroup` takes records in output order (sorted buffers at
    once, or run by run) into a ``batch.py`` :class:`BatchDraft`, which applies the late and
    refused policies;
@@ -46,10 +47,11 @@ from sidecar.core.commits import CommitTracker
 from sidecar.core.config import LatePolicy, TaskConfig
 from sidecar.core.group import PartitionGroup
 from sidecar.core.holds import Holds
+from sidecar.core.idle_learning import IdleLearner
 from sidecar.core.intake import Intake
 from sidecar.core.merge import PartitionState
 from sidecar.core.outcomes import Heartbeat, Idle, NeedFetch, Outcome, PauseHint, WaitUntil
-from sidecar.core.readiness import Blockers, Gate
+from sidecar.core.readiness import IDLE_AUTO, Blockers, Gate
 from sidecar.core.records import UNKNOWN, Emit, InputRecord, TopicPartition
 from sidecar.core.watermarks import PartitionWatermark, TaskWatermark, make_policy
 
@@ -97,7 +99,13 @@ class MergeTask:
             for i, tp in enumerate(partitions)
         ]
         self._by_tp = {p.tp: p for p in self._parts}
-        self._gate = Gate(cfg.max_task_idle_ms)
+        #: Under ``max.task.idle.ms=auto``: what each partition's gaps taught (else ``None``).
+        self._learner = (
+            IdleLearner(len(self._parts), cfg.max_task_idle_budget_ms)
+            if cfg.max_task_idle_ms == IDLE_AUTO
+            else None
+        )
+        self._gate = Gate(cfg.max_task_idle_ms, self._learner)
         self._group = PartitionGroup(self._parts, self._gate)
         self._holds = Holds(self._parts, cfg.buffered_records_per_partition)
         self._watermark = TaskWatermark()
@@ -152,6 +160,8 @@ class MergeTask:
             self._intake.push(p, records)
         finally:  # also when a bad record stops the push: what came before it is queued
             if was_empty and p.head < len(p.timestamps):
+                if self._learner is not None:
+                    self._learner.arrival(p, self._intake.clock or 0, self._stream_time)
                 self._group.arrived(p)
 
     def observe_fetch(self, tp: TopicPartition, high_watermark: int, position: int, now_ms: int) -> None:
@@ -165,6 +175,8 @@ class MergeTask:
                 p.caught_up_at = now_ms
         else:
             p.caught_up_at = None
+            if self._learner is not None:
+                self._learner.lagging(p.index)
 
     def _part(self, tp: TopicPartition) -> PartitionState:
         try:
@@ -187,6 +199,8 @@ class MergeTask:
         if self._last_output_ms is None:
             self._last_output_ms = now_ms
         watermark = self._advance_watermarks(now_ms)
+        if self._learner is not None:
+            self._learner.observe(self._parts, now_ms)
         blockers = self._group.blockers(now_ms)
         if self._group.has_data and blockers.ready:
             draft = BatchDraft(self.config, now_ms, self._stream_time)
@@ -292,7 +306,10 @@ class MergeTask:
         no heartbeat (the watermark must not pass records held back), and every partition is
         treated as paused — its idle clock frozen, its lag stale. Returns the partitions to pause
         on the consumer (those not paused already for backpressure)."""
-        return tuple(p.tp for p in self._holds.hold(now_ms))
+        held = self._holds.hold(now_ms)
+        if self._learner is not None:
+            self._learner.held(held)
+        return tuple(p.tp for p in held)
 
     def release(self, now_ms: int) -> tuple[TopicPartition, ...]:
         """The end of a :meth:`hold`: idle clocks go on with the time they had left. Returns the
@@ -334,6 +351,9 @@ class MergeTask:
             for p, reason in (self._gate.reasons(self._parts, now_ms) if has_data else ())
         ]
         partitions = [_partition_row(p) for p in self._parts]
+        if self._learner is not None:
+            for p, row in zip(self._parts, partitions, strict=True):
+                row["idle"] = self._learner.snapshot(p.index, now_ms)
         return {
             "ready": has_data and not blocked_by,
             "buffered": sum(p["buffered"] for p in partitions),

@@ -101,6 +101,12 @@ class Metrics:
         self.paused = Gauge(
             "timesync_partition_paused", "1 while fetching is paused", ["topic", "partition"], registry=r
         )
+        self.idle = Gauge(
+            "timesync_partition_idle_seconds",
+            "max.task.idle.ms=auto: how long the partition is waited for once quiet, learnt from its gaps",
+            ["topic", "partition"],
+            registry=r,
+        )
         #: The process's, not a task's: an operator's pause holds every task and survives restarts.
         self.operator_paused = Gauge(
             "timesync_operator_paused",
@@ -145,6 +151,8 @@ class Metrics:
                 self.lag.labels(*labels).set(p["lag"])
             self.buffered.labels(*labels).set(p["buffered"])
             self.paused.labels(*labels).set(1 if p["paused"] else 0)
+            if "idle" in p:  # only under auto: a fixed setting is in the config
+                self.idle.labels(*labels).set(p["idle"]["idle_ms"] / 1000.0)
 
     def observe_emit(self, emit: Emit) -> None:
         """Counters and the lateness histogram for one emitted batch."""
@@ -173,7 +181,7 @@ class Metrics:
             with contextlib.suppress(KeyError):
                 gauge.remove(task)
         for topic, partition in partitions:
-            for gauge in (self.lag, self.buffered, self.paused):
+            for gauge in (self.lag, self.buffered, self.paused, self.idle):
                 with contextlib.suppress(KeyError):
                     gauge.remove(topic, str(partition))
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sidecar.core import IDLE_AUTO
+
 if TYPE_CHECKING:
     from sidecar.service.context import StartContext
     from sidecar.service.delivery import Delivery
@@ -54,7 +56,7 @@ def pipeline_status(pipeline: Observed) -> dict[str, Any]:
         "message": message,
         "output_topic": cfg.output_topic,
         "task_grouping": cfg.task_grouping,
-        "max_task_idle_ms": cfg.max_task_idle_ms,
+        "max_task_idle_ms": "auto" if cfg.max_task_idle_ms == IDLE_AUTO else cfg.max_task_idle_ms,
         "processing_guarantee": cfg.processing_guarantee,
         "output_encoder": pipeline.encoder_name,
         "input_reader": pipeline.reader_name,

@@ -18,6 +18,7 @@ CONFIG_DEFAULTS: dict[str, str] = {
     "task.grouping": "single",
     "task.grouping.single.guard": "true",
     "max.task.idle.ms": "0",
+    "max.task.idle.budget.ms": "1000",
     "buffered.records.per.partition": "1000",
     "timestamp.extractor": "record",
     "timestamp.invalid": "fail",

@@ -73,3 +73,30 @@ async def test_a_truly_quiet_partition_is_waited_for_idle_ms_then_output_flows_e
         assert waited < 2.0, f"idle -1 must not wait for the quiet partition, yet took {waited:.1f} s"
         status = await process.status()
         assert status["tasks"]["0"]["records_out"] == 100
+
+
+async def test_auto_waits_the_budget_for_a_partition_it_knows_nothing_of_and_says_so(
+    bootstrap: str, topic_name: Callable[[str], str], sidecar: StartSidecar
+) -> None:
+    busy, quiet, out = topic_name("busy"), topic_name("quiet"), topic_name("out")
+    await kafka_io.create_topics(bootstrap, [TopicSpec(busy), TopicSpec(quiet)])
+    await kafka_io.produce(bootstrap, [Event(busy, 0, 5_000_000 + i, b"k", b"v", 0) for i in range(100)])
+
+    process = await sidecar(
+        [busy, quiet], out, max_task_idle_ms="auto", max_task_idle_budget_ms=3_000, watermark_heartbeat_ms=0
+    )
+    started = time.monotonic()
+    await asyncio.sleep(1.0)
+    status = await process.status()
+    got = ordered.data(await kafka_io.read_topics(bootstrap, [out], expected=100, timeout_s=30))
+    waited = time.monotonic() - started
+
+    assert status["max_task_idle_ms"] == "auto"
+    (blocker,) = status["tasks"]["0"]["blocked_by"]
+    assert blocker["topic"] == quiet
+    assert "max.task.idle.ms=auto: no gaps learnt yet, so the budget, 3000 ms" in blocker["reason"]
+    (learnt,) = [p["idle"] for p in status["tasks"]["0"]["partitions"] if p["topic"] == quiet]
+    assert (learnt["idle_ms"], learnt["learnt"], learnt["gaps_seen"]) == (3_000, False, 0)
+    assert len(got) == 100
+    assert waited >= 2.0, f"output came after {waited:.1f} s, expected about 3 s (the budget)"
+    assert all(o.enforced for o in got)

@@ -15,6 +15,7 @@ import pytest
 
 from sidecar import cli
 from sidecar.config import ConfigError, SidecarConfig, load_config
+from sidecar.core import IDLE_AUTO
 
 REQUIRED = ["bootstrap.servers=127.0.0.1:9092", "input.topics=a,b", "output.topic=out"]
 SECRET = "hunter2-s3cret"
@@ -173,7 +174,30 @@ def test_idle_takes_minus_one_zero_milliseconds_or_max(value: str, idle: int) ->
 def test_idle_rejects_anything_else_saying_what_is_allowed(value: str) -> None:
     assert error(*REQUIRED, f"max.task.idle.ms={value}") == (
         f"config error: max.task.idle.ms = {value!r} (from --set): expected -1, 0, a number of "
-        "milliseconds, or max"
+        "milliseconds, max, or auto"
+    )
+
+
+@pytest.mark.parametrize("value", ["auto", "AUTO", " auto "])
+def test_idle_auto_is_learnt_within_a_budget_of_one_second_by_default(value: str) -> None:
+    config = load(*REQUIRED, f"max.task.idle.ms={value}")
+
+    assert config.max_task_idle_ms == IDLE_AUTO
+    assert config.task_config().max_task_idle_budget_ms == 1000
+    assert config.redacted()["max.task.idle.ms"] == "auto"
+
+
+def test_the_idle_budget_reaches_the_core() -> None:
+    config = load(*REQUIRED, "max.task.idle.ms=auto", "max.task.idle.budget.ms=250")
+
+    assert config.task_config().max_task_idle_budget_ms == 250
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1.5", "max", "auto", ""])
+def test_the_idle_budget_must_be_a_positive_number_of_milliseconds(value: str) -> None:
+    assert error(*REQUIRED, f"max.task.idle.budget.ms={value}") == (
+        f"config error: max.task.idle.budget.ms = {value!r} (from --set): expected a positive number "
+        "of milliseconds: the most auto waits for a partition"
     )
 
 

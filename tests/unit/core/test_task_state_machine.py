@@ -3,7 +3,7 @@ task's promises after every step.
 
 Topologies: one to three input topics of one or two partitions, some never written; CreateTime
 and LogAppendTime topics side by side; every ``max.task.idle.ms`` class (-1, 0, short, long,
-max); heartbeats on or off; each watermark policy; invalid timestamps under skip,
+max, auto); heartbeats on or off; each watermark policy; invalid timestamps under skip,
 partition-time or the dead letter queue; an output topic that refuses far-off times or not.
 Histories: records produced (in order, out of order, invalid), fetches that bring part of a log
 or nothing (lag unknown until a partition's first fetch), backpressure pauses, operator
@@ -44,10 +44,10 @@ from sidecar.core import (
     TopicPartition,
     WaitUntil,
 )
-from sidecar.core.readiness import IDLE_FOREVER
+from sidecar.core.readiness import IDLE_AUTO, IDLE_FOREVER
 
 START = 1_000_000_000
-IDLES = (-1, 0, 40, 400, IDLE_FOREVER)
+IDLES = (-1, 0, 40, 400, IDLE_FOREVER, IDLE_AUTO)
 
 
 class MergeTaskMachine(RuleBasedStateMachine):

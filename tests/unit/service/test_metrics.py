@@ -1,10 +1,10 @@
-"""Every drop and every restamp reaches Prometheus as a counter with its reason."""
+"""Every drop and every restamp reaches Prometheus as a counter with its reason; learnt idles as gauges."""
 
 from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from sidecar.core import MergeTask, Record, TaskConfig, TopicPartition
+from sidecar.core import IDLE_AUTO, MergeTask, Record, TaskConfig, TopicPartition
 from sidecar.service.metrics import Metrics
 
 A0 = TopicPartition("a", 0)
@@ -48,3 +48,25 @@ def test_a_task_started_again_adds_its_own_counts() -> None:
     metrics.observe_task("t0", run("skip", [-1, -1, -1]).snapshot(0), incarnation=1)
     metrics.observe_task("t0", run("skip", [-1]).snapshot(0), incarnation=2)  # restarted: counts from 0
     assert samples(metrics, "timesync_dropped_records") == {"invalid-timestamp": 4}
+
+
+def idle_gauge(metrics: Metrics) -> dict[tuple[str, str], float]:
+    return {
+        (s.labels["topic"], s.labels["partition"]): s.value
+        for family in text_string_to_metric_families(metrics.exposition().decode())
+        for s in family.samples
+        if s.name == "timesync_partition_idle_seconds"
+    }
+
+
+def test_the_learnt_idle_is_a_gauge_per_partition_under_auto_only() -> None:
+    metrics = Metrics()
+    auto = MergeTask([A0], TaskConfig(max_task_idle_ms=IDLE_AUTO, max_task_idle_budget_ms=250))
+    metrics.observe_task("t0", run("skip", [5]).snapshot(0), incarnation=1)
+    assert idle_gauge(metrics) == {}  # a fixed setting: nothing learnt
+
+    metrics.observe_task("t1", auto.snapshot(0), incarnation=1)
+    assert idle_gauge(metrics) == {("a", "0"): 0.25}  # nothing learnt yet: the budget
+
+    metrics.forget_task("t1", [("a", 0)])
+    assert idle_gauge(metrics) == {}

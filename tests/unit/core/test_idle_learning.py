@@ -1,0 +1,190 @@
+"""``max.task.idle.ms=auto``: the learner alone, one test per rule of ``idle_learning.py``."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sidecar.core.idle_learning import WARM_UP, WINDOW, IdleLearner
+
+BUDGET = 1000
+
+
+def learn(learner: IdleLearner, gaps: list[int], late: bool = True, start: int = 0, i: int = 0) -> int:
+    """Quiet spells of the given lengths, each ended by an arrival; returns the time after them."""
+    now = start
+    for gap in gaps:
+        learner.quiet(i, now)
+        now += gap
+        learner.arrived(i, now, would_be_late=late)
+    return now
+
+
+def test_a_partition_with_no_history_is_waited_for_the_budget() -> None:
+    learner = IdleLearner(1, BUDGET)
+
+    assert learner.idle_ms(0) == BUDGET
+    learn(learner, [200] * (WARM_UP - 1))
+    assert learner.idle_ms(0) == BUDGET  # still warming up
+
+
+def test_a_steady_200ms_gap_gives_an_idle_near_that_gap() -> None:
+    learner = IdleLearner(1, BUDGET)
+
+    learn(learner, [195, 200, 205] * 10)
+
+    assert 195 <= learner.idle_ms(0) <= 205
+
+
+def test_the_idle_covers_all_but_the_longest_five_percent() -> None:
+    learner = IdleLearner(1, BUDGET)
+
+    learn(learner, [100] * 61 + [900] * 3)  # 3 of 64 outliers: within 5 %
+    assert learner.idle_ms(0) == 100
+
+    learn(learner, [900])  # a fourth (the oldest 100 leaves the window): more than 5 %
+    assert learner.idle_ms(0) == 900
+
+    learn(learner, [100] * WINDOW)  # the outliers left the window
+    assert learner.idle_ms(0) == 100
+
+
+def test_gaps_whose_records_would_have_been_on_time_need_no_wait() -> None:
+    learner = IdleLearner(1, BUDGET)
+
+    learn(learner, [200] * 40, late=False)
+
+    assert learner.idle_ms(0) == 0
+
+
+def test_a_bursty_producer_is_waited_for_within_a_burst_not_between_bursts() -> None:
+    learner = IdleLearner(1, BUDGET)
+
+    burst = [20] * 29 + [600]  # 30 records 20 ms apart, then a pause: 3 % of the gaps
+    learn(learner, burst * 4)
+
+    assert 20 <= learner.idle_ms(0) < 600
+
+
+def test_the_idle_never_exceeds_the_budget_and_skips_gaps_beyond_it() -> None:
+    learner = IdleLearner(1, BUDGET)
+
+    learn(learner, [300] * 50 + [5000] * 14)  # the 95th percentile is 5000 > budget
+    assert learner.idle_ms(0) == 300  # waiting the whole budget would cover no more arrivals
+
+    learn(learner, [3_600_000] * WINDOW)  # one record an hour
+    assert learner.idle_ms(0) == 0
+
+
+def test_the_wait_counts_from_the_start_of_the_quiet_spell() -> None:
+    learner = IdleLearner(1, BUDGET)
+    now = learn(learner, [200] * 20)
+
+    learner.quiet(0, now)
+
+    assert learner.wait_ms(0, now) == 200
+    assert learner.wait_ms(0, now + 150) == 50
+    assert learner.wait_ms(0, now + 5000) == 0  # the producer stopped: not waited for any more
+    learner.quiet(0, now + 5000)  # a later report does not restart the spell
+    assert learner.wait_ms(0, now + 5000) == 0
+
+
+def test_fetch_lag_ends_the_spell_unlearnt() -> None:
+    learner = IdleLearner(1, BUDGET)
+    now = learn(learner, [200] * 20)
+
+    learner.quiet(0, now)
+    learner.lagging(0)  # records on the broker: their arrival measures the fetch
+    learner.arrived(0, now + 900, would_be_late=True)
+
+    assert learner.snapshot(0, now + 900)["gaps_seen"] == 20
+    assert learner.idle_ms(0) == 200
+
+
+def test_a_hold_while_empty_ends_the_spell_and_the_next_arrival_teaches_nothing() -> None:
+    learner = IdleLearner(1, BUDGET)
+    now = learn(learner, [200] * 20)
+
+    learner.quiet(0, now)
+    learner.interrupt(0)
+    learner.quiet(0, now + 60_000)  # released: a spell starts again
+    learner.arrived(0, now + 60_001, would_be_late=True)  # the backlog of the hold
+    assert learner.snapshot(0, now)["gaps_seen"] == 20
+
+    learn(learner, [200], start=now + 60_001)
+    assert learner.snapshot(0, now)["gaps_seen"] == 21  # the arrival after that one counts again
+
+
+def test_an_arrival_without_a_quiet_spell_is_no_gap() -> None:
+    learner = IdleLearner(1, BUDGET)
+
+    learner.arrived(0, 500, would_be_late=True)
+
+    assert learner.snapshot(0, 500)["gaps_seen"] == 0
+
+
+def test_partitions_learn_apart() -> None:
+    learner = IdleLearner(2, BUDGET)
+
+    learn(learner, [50] * 20, i=0)
+    learn(learner, [400] * 20, i=1)
+
+    assert (learner.idle_ms(0), learner.idle_ms(1)) == (50, 400)
+
+
+def test_snapshot_shows_the_idle_and_the_gaps_behind_it() -> None:
+    learner = IdleLearner(1, BUDGET)
+    now = learn(learner, [100, 200] * 5)
+    learner.quiet(0, now)
+
+    snap = learner.snapshot(0, now + 30)
+
+    assert snap == {
+        "idle_ms": 200,
+        "learnt": True,
+        "quiet_for_ms": 30,
+        "gaps_seen": 10,
+        "late_gaps_seen": 10,
+        "recent_gaps_ms": [100, 200, 100, 200, 100, 200, 100, 200],  # the last 8, oldest first
+        "window_gaps": 10,
+        "window_max_gap_ms": 200,
+    }
+
+
+def test_a_budget_below_one_ms_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"max\.task\.idle\.budget\.ms .* got 0"):
+        IdleLearner(1, 0)
+
+
+gap_lists = st.lists(st.tuples(st.integers(0, 10_000), st.booleans()), max_size=3 * WINDOW)
+
+
+@given(gaps=gap_lists, budget=st.integers(1, 5000))
+def test_the_learnt_idle_is_never_above_the_budget_and_is_a_wait_some_gap_needed(
+    gaps: list[tuple[int, bool]], budget: int
+) -> None:
+    learner = IdleLearner(1, budget)
+    now = 0
+    for n, (gap, late) in enumerate(gaps, start=1):
+        learner.quiet(0, now)
+        now += gap
+        learner.arrived(0, now, late)
+        window = [g if lt else 0 for g, lt in gaps[:n]][-WINDOW:]
+        idle = learner.idle_ms(0)
+        assert 0 <= idle <= budget
+        assert idle == budget or idle in window or idle == 0
+
+
+@given(gaps=gap_lists)
+def test_at_most_five_percent_of_the_window_needed_more_than_the_idle(gaps: list[tuple[int, bool]]) -> None:
+    learner = IdleLearner(1, 10_000)  # a budget no gap exceeds: the percentile alone
+    now = 0
+    for gap, late in gaps:
+        learner.quiet(0, now)
+        now += gap
+        learner.arrived(0, now, late)
+    window = [g if lt else 0 for g, lt in gaps][-WINDOW:]
+    if len(window) >= WARM_UP:
+        uncovered = sum(1 for needed in window if needed > learner.idle_ms(0))
+        assert uncovered * 100 <= 5 * len(window)
