@@ -9,13 +9,14 @@ MVN    ?= mvn
 STAMP_PY   := $(VENV)/.installed
 STAMP_JARS := .cache/jars/.fetched
 STAMP_PROM := .cache/tools/.prometheus
+STAMP_REGISTRY := .cache/registry/.fetched
 POMS := deploy/local/pom.xml deploy/local/broker/pom.xml deploy/local/spark/pom.xml
 PYTEST_ARGS ?=
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all demo test test-chaos lint format jars venv broker-start broker-stop clean bench deploy-check deploy-tools prometheus
+.PHONY: all demo test test-chaos lint format jars venv broker-start broker-stop registry registry-start registry-stop clean bench deploy-check deploy-tools prometheus
 
 all: test
 
@@ -37,6 +38,14 @@ $(STAMP_JARS): $(POMS)
 venv: $(STAMP_PY)
 jars: $(STAMP_JARS)
 
+# Apicurio Registry (Schema Registry with Confluent's API) for the avro:/protobuf: tests: its
+# tar.gz (~158 MB) is fetched once with mvn into .cache/registry and unpacked there.
+$(STAMP_REGISTRY): deploy/local/registry.py
+	$(PYTHON) deploy/local/registry.py fetch
+	@touch $@
+
+registry: $(STAMP_REGISTRY)
+
 # Prometheus and promtool (Debian's `prometheus` package, 2.42): the alert rules' checks and the
 # test that scrapes a running sidecar and runs the dashboard's queries. Installed with apt-get
 # when missing and we are root; where that cannot be done the recipe says so and succeeds, and
@@ -54,7 +63,7 @@ $(STAMP_PROM):
 prometheus: $(STAMP_PROM)
 
 # Lint first: CI holds the style and the types as it holds the tests.
-test: lint $(STAMP_PY) $(STAMP_JARS) $(STAMP_PROM)
+test: lint $(STAMP_PY) $(STAMP_JARS) $(STAMP_PROM) $(STAMP_REGISTRY)
 	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_ARGS)
 
 # The fault tests (tests/faults) at the size of the reliability issue: 200,000 records, 12 kill -9
@@ -89,6 +98,12 @@ broker-start: $(STAMP_JARS)
 
 broker-stop:
 	$(PYTHON) deploy/local/kafka.py stop
+
+registry-start: $(STAMP_REGISTRY)
+	$(PYTHON) deploy/local/registry.py start
+
+registry-stop:
+	$(PYTHON) deploy/local/registry.py stop
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

@@ -27,6 +27,21 @@ def load_launcher() -> ModuleType:
     return module
 
 
+def load_registry_launcher() -> ModuleType:
+    """Import ``deploy/local/registry.py`` (the local Schema Registry's launcher) as a module."""
+    name = "timesync_local_registry"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = REPO / "deploy" / "local" / "registry.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 @contextmanager
 def kafka(**start: object) -> Iterator[str]:
     """Yield a bootstrap address; a broker started here is stopped (and its data removed) on exit."""

@@ -8,6 +8,10 @@ The broker is chosen in this order:
 
 Unit tests never ask for ``bootstrap``, so they run without any broker.
 
+``schema_registry`` is the session's Schema Registry (its Confluent-compatible base URL):
+``SCHEMA_REGISTRY_URL`` if set, else Apicurio Registry from ``deploy/local/registry.py``, started
+only when a test asks for it.
+
 ``secure_broker`` is a second, local broker with SASL/SCRAM and TLS listeners (see
 ``tests/secure_broker.py``); it is started only if a test asks for it, always from the local
 launcher (an external cluster would not know the test's users and certificates).
@@ -23,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from testkit.local_broker import load_launcher
+from testkit.local_broker import load_launcher, load_registry_launcher
 
 if TYPE_CHECKING:
     from tests.secure_broker import SecureBroker
@@ -60,6 +64,20 @@ def bootstrap() -> Iterator[str]:
         yield broker.bootstrap
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[str]:
+    """The Confluent-compatible URL of the session's Schema Registry (see the module docstring)."""
+    from_env = os.environ.get("SCHEMA_REGISTRY_URL")
+    if from_env:
+        yield from_env.rstrip("/")
+        return
+    registry = load_registry_launcher().start_registry(die_with_parent=True)
+    try:
+        yield registry.url
+    finally:
+        registry.stop()
 
 
 @pytest.fixture(scope="session")
