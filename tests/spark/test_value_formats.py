@@ -14,7 +14,11 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
+from spark_consumer import framing
+from spark_consumer.cli import Plan, build_parser
+from spark_consumer.common_options import job_input
 from spark_consumer.jobs import JobOutput, aggregate, join, suppress
 from spark_consumer.jobs.aggregate import AggregateOptions
 from spark_consumer.jobs.join import JoinOptions
@@ -23,8 +27,8 @@ from spark_consumer.options import AggSpec, WindowSpec
 from spark_consumer.schema import load_schema
 from spark_consumer.schema_registry import RegistryClient, RegistrySettings, value_subject
 from spark_consumer.source import SourceOptions
-from spark_consumer.value_decoding import value_struct
-from spark_consumer.value_formats import plan_values
+from spark_consumer.value_decoding import decoded_value, value_struct
+from spark_consumer.value_formats import AvroValues, plan_values
 from tests.spark import registered_values
 from tests.spark.ordered_topic import OrderedRecord, Stamper
 
@@ -198,3 +202,52 @@ def test_join_on_protobuf_values_keys_on_a_decoded_field(
         ("b", 9, 3, 9, 9.0, 3.0),
     ]
     assert {r.left.taken.timestamp() for r in out} == {1.0, 9.0}
+
+
+def test_the_cli_plan_fetches_the_subject_and_the_job_reads_the_decoded_fields(
+    spark: SparkSession, schema_registry: str, topic_name: Callable[[str], str]
+) -> None:
+    topic = topic_name("cli")
+    registered_values.register(schema_registry, f"{topic}-value", READING_V1)
+    registered_values.register(schema_registry, f"{topic}-value", READING_V2)
+    argv = ["aggregate", "--bootstrap-servers", "127.0.0.1:1", "--topic", topic, "--checkpoint", "/tmp/x"]
+    argv += ["--sink", "console", "--size", "5s", "--key-field", "device", "--agg", "sum:temp"]
+    argv += ["--value-format", "avro", "--schema-registry-url", schema_registry]
+    plan = Plan(build_parser().parse_args(argv))
+
+    given = job_input(plan.args, plan.source)
+
+    assert given.value_schema == load_schema(
+        "device STRING NOT NULL, temp DOUBLE NOT NULL, site STRING NOT NULL"
+    )
+    assert isinstance(plan.source.values, AvroValues)
+    assert len(plan.source.values.writer_schemas) == 2
+    frame = plan.command.build(spark, given, plan.options).frame
+    assert frame.columns == ["key", "window_start", "window_end", "sum_temp", "ts"]
+
+
+def test_avro_values_that_do_not_decode_are_null_not_a_failed_query(
+    spark: SparkSession, schema_registry: str, topic_name: Callable[[str], str]
+) -> None:
+    subject = f"{topic_name('bad')}-value"
+    first = registered_values.register(schema_registry, subject, READING_V1)
+    values = plan_values("avro", RegistryClient(RegistrySettings(schema_registry)), subject)
+    good = registered_values.avro(first, READING_V1, {"device": "a", "temp": 1.0})
+    cases = [
+        good,
+        b"\x01" + good[1:],  # wrong magic byte
+        framing.frame(first + 1000, good[5:]),  # an id that is not one of the subject's versions
+        framing.frame(first, b"\xff\xff\xff"),  # a body that is not the schema's
+        good[:4],  # shorter than the header
+        b"",  # a heartbeat's empty value
+    ]
+    frame = spark.createDataFrame([(c,) for c in cases], "value BINARY")
+
+    decoded = [r.data for r in frame.select(decoded_value(F.col("value"), values).alias("data")).collect()]
+
+    assert decoded[0].asDict() == {"device": "a", "temp": 1.0}
+    assert [d if d is None else d.asDict() for d in decoded[1:]] in (
+        [None] * 5,
+        # from_avro's PERMISSIVE mode may give a struct of NULLs for a body it cannot read
+        [None, None, {"device": None, "temp": None}, None, None],
+    )
