@@ -81,11 +81,28 @@ def decoded_value(value: Column, values: BinaryValues) -> Column:
     return protobuf_value(value, values)
 
 
+def require_spark_avro(spark: SparkSession) -> None:
+    """:class:`~spark_consumer.session.SessionError` (one line, what to do) when ``spark-avro`` is
+    not on the driver's classpath; pyspark would print a banner and fail with a py4j TypeError."""
+    from py4j.java_gateway import JavaPackage
+
+    from spark_consumer.session import AVRO, DEFAULT_JARS_DIR, SessionError, pyspark_version
+
+    if isinstance(getattr(spark.sparkContext._jvm, "org.apache.spark.sql.avro.functions"), JavaPackage):
+        raise SessionError(
+            f"Spark's Avro functions ({AVRO}-{pyspark_version()}.jar) are not on Spark's classpath: "
+            f"put it beside the Kafka connector (in a checkout `make jars` fills {DEFAULT_JARS_DIR}), "
+            "or pass --packages auto"
+        )
+
+
 def value_struct(spark: SparkSession, values: BinaryValues) -> StructType:
     """The Spark type :func:`decoded_value` gives; :class:`UsageError` if it is not a record."""
     if isinstance(values, ProtobufValues):
         return protobuf_struct(values)
     from pyspark.sql.avro.functions import from_avro
+
+    require_spark_avro(spark)
 
     probe = spark.range(0).select(from_avro(F.lit(None).cast("binary"), values.reader_schema).alias("v"))
     decoded = probe.schema["v"].dataType

@@ -289,3 +289,24 @@ def test_the_registry_secret_from_the_environment_is_sent_and_never_printed(
     err = capsys.readouterr().err
     assert "refused the credentials (403)" in err
     assert "hunter2" not in err
+
+
+def test_a_missing_spark_avro_jar_is_one_line_saying_what_to_do() -> None:
+    from types import SimpleNamespace
+
+    from py4j.java_gateway import JavaPackage
+
+    from spark_consumer.session import SessionError
+    from spark_consumer.value_decoding import require_spark_avro
+
+    class NoAvroJvm:  # py4j answers a JavaPackage for a class it cannot find
+        def __getattr__(self, name: str) -> JavaPackage:
+            return JavaPackage(name, None)
+
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(_jvm=NoAvroJvm()))
+    with pytest.raises(
+        SessionError, match=r"\(spark-avro_2\.13-4\.2\.0\.jar\) are not on Spark's classpath"
+    ) as e:
+        require_spark_avro(spark)  # type: ignore[arg-type]
+    assert "make jars" in str(e.value)
+    assert "\n" not in str(e.value)
