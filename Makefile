@@ -81,8 +81,10 @@ format: $(STAMP_PY)
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
-demo: $(STAMP_PY) $(STAMP_JARS)
-	$(PY) -m bench.demo
+# DEMO_FORMAT=avro: the same pipeline on Avro values through the local Schema Registry.
+DEMO_FORMAT ?= json
+demo: $(STAMP_PY) $(STAMP_JARS) $(if $(filter avro,$(DEMO_FORMAT)),$(STAMP_REGISTRY))
+	DEMO_FORMAT=$(DEMO_FORMAT) $(PY) -m bench.demo
 
 # The benchmark (bench/README.md): every system and setting on every workload, about 40 minutes on 2 cores (37 min on 2026-11-25).
 # BENCH_ARGS=--quick for the < 3 min version; results, report and plots go to results/. A full run
