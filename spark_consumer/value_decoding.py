@@ -22,7 +22,7 @@ from spark_consumer.framing import HEADER_SIZE, MAGIC
 from spark_consumer.options import UsageError
 from spark_consumer.value_formats import AvroValues, BinaryValues, ProtobufValues
 
-#: from_avro's options: resolve to the latest version; a body that does not decode is NULL.
+#: from_avro's options: a body that does not decode gives a struct of NULL fields, not a failed query.
 _PERMISSIVE = {"mode": "PERMISSIVE"}
 
 
