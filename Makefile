@@ -59,6 +59,14 @@ $(STAMP_REGISTRY): deploy/local/registry.py
 
 registry: $(STAMP_REGISTRY)
 
+# Apicurio Registry (Schema Registry with Confluent's API) for the avro:/protobuf: tests: its
+# tar.gz (~158 MB) is fetched once with mvn into .cache/registry and unpacked there.
+$(STAMP_REGISTRY): deploy/local/registry.py
+	$(PYTHON) deploy/local/registry.py fetch
+	@touch $@
+
+registry: $(STAMP_REGISTRY)
+
 # Prometheus and promtool (Debian's `prometheus` package, 2.42): the alert rules' checks and the
 # test that scrapes a running sidecar and runs the dashboard's queries. Installed with apt-get
 # when missing and we are root; where that cannot be done the recipe says so and succeeds, and
@@ -94,8 +102,10 @@ format: $(STAMP_PY)
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
-demo: $(STAMP_PY) $(STAMP_JARS)
-	$(PY) -m bench.demo
+# DEMO_FORMAT=avro: the same pipeline on Avro values through the local Schema Registry.
+DEMO_FORMAT ?= json
+demo: $(STAMP_PY) $(STAMP_JARS) $(if $(filter avro,$(DEMO_FORMAT)),$(STAMP_REGISTRY))
+	DEMO_FORMAT=$(DEMO_FORMAT) $(PY) -m bench.demo
 
 # The benchmark (bench/README.md): every system and setting on every workload, about 40 minutes on 2 cores (37 min on 2026-11-25).
 # BENCH_ARGS=--quick for the < 3 min version; results, report and plots go to results/. A full run

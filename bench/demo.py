@@ -12,6 +12,9 @@
    and emits per-key final results on the ordered topic.
 5. A summary compares what a plain consumer of the inputs sees with the ordered topic, and what
    Spark dropped as late either way; ``demo-output/event-time-vs-arrival.png`` shows it.
+
+``DEMO_FORMAT=avro`` runs all of it on Avro values through a Schema Registry
+(:mod:`bench.demo_avro`); the default is JSON.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from rich.table import Table
 
+from bench import demo_avro
 from bench.progress import console, track
 from sidecar.core.stamping import SOURCE_OFFSET, SOURCE_PARTITION, SOURCE_TOPIC
 from sidecar.kafka.admin import TopicSpec
@@ -143,6 +148,8 @@ class SparkPart:
     def __init__(self, bootstrap: str, workdir: Path) -> None:
         self.bootstrap = bootstrap
         self.workdir = workdir
+        #: Avro values' decoding plan (``DEMO_FORMAT=avro``); ``None``: JSON values.
+        self.values: Any = None
         self.live: dict[str, Any] = {}
         self.spark: Any = None
         self.per_batch = 1  # records per replayed micro-batch, set once the workload is known
@@ -166,18 +173,25 @@ class SparkPart:
             configurator.setLevel(name, level)
 
     def _jobs(self) -> dict[str, Any]:
-        from pyspark.sql.types import StructType
-
         from spark_consumer.jobs import aggregate, join, suppress
         from spark_consumer.options import AggSpec, WindowSpec
+        from spark_consumer.schema import load_schema
         from spark_consumer.source import SourceOptions
+        from spark_consumer.value_decoding import value_struct
 
-        schema = StructType.fromDDL("imp STRING, ad STRING, ts BIGINT")
+        if self.values is None:
+            schema = load_schema("imp STRING, ad STRING, ts BIGINT")
+        else:
+            schema = value_struct(self.spark, self.values)
         window = WindowSpec("tumbling", size_ms=5_000)
 
         def source(topic: str, per_batch: int | None = None) -> SourceOptions:
             return SourceOptions(
-                self.bootstrap, topic, watermark_delay_ms=SPARK_DELAY_MS, max_offsets_per_trigger=per_batch
+                self.bootstrap,
+                topic,
+                watermark_delay_ms=SPARK_DELAY_MS,
+                max_offsets_per_trigger=per_batch,
+                values=self.values,
             )
 
         per_ad = aggregate.AggregateOptions(window, key_field="ad", value_schema=schema)
@@ -296,11 +310,16 @@ def plot(raw: Arrivals, merged: Arrivals, path: Path) -> None:
     plt.close(fig)
 
 
-async def run(bootstrap: str, spark: SparkPart, session_ready: asyncio.Future[None]) -> int:
+async def run(
+    bootstrap: str, spark: SparkPart, session_ready: asyncio.Future[None], registry_url: str | None = None
+) -> int:
     outputs = [TopicSpec(f"demo.{name}") for name in SPARK_OUTPUTS]
     await kafka_io.create_topics(
         bootstrap, [TopicSpec(IMPRESSIONS, 4), TopicSpec(CLICKS, 4), TopicSpec(RAW_ARRIVALS), *outputs]
     )
+    schema_id = None
+    if registry_url is not None:  # the Spark jobs decode with the subject's schema
+        schema_id, spark.values = demo_avro.register(registry_url)
     sidecar = SidecarProcess(
         bootstrap,
         [IMPRESSIONS, CLICKS],
@@ -319,6 +338,9 @@ async def run(bootstrap: str, spark: SparkPart, session_ready: asyncio.Future[No
     events = workloads.ad_traffic(
         IMPRESSIONS, CLICKS, int(time.time() * 1000), duration_s=DURATION_S, lag_ms=LAG_MS
     )
+    if schema_id is not None:
+        events = demo_avro.as_avro(events, schema_id)
+        console.print(f"values: Avro, schema id {schema_id} of subject {demo_avro.SUBJECT} at {registry_url}")
     console.print(
         f"[bold]workload[/]: {len(events):,} records over {DURATION_S:.0f} s — impressions and clicks, "
         f"4 partitions each; impressions[3] lags: every second it writes records {LAG_MS // 1000}–"
@@ -409,6 +431,7 @@ async def run(bootstrap: str, spark: SparkPart, session_ready: asyncio.Future[No
 
 
 async def main_async() -> int:
+    value_format = demo_avro.demo_format()
     OUT.mkdir(exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="timesync-demo-"))
     spark = SparkPart("", workdir)
@@ -426,10 +449,14 @@ async def main_async() -> int:
     await asyncio.sleep(0)  # hand the session start to its thread before the broker start blocks
     try:
         t0 = time.monotonic()
-        with kafka() as bootstrap:
+        with kafka() as bootstrap, ExitStack() as stack:
             console.print(f"Kafka broker up at {bootstrap} in {time.monotonic() - t0:.1f} s")
+            registry_url = None
+            if value_format == "avro":
+                registry_url = stack.enter_context(demo_avro.registry())
+                console.print(f"Schema Registry at {registry_url}")
             spark.bootstrap = bootstrap
-            code = await run(bootstrap, spark, session_ready)
+            code = await run(bootstrap, spark, session_ready, registry_url)
         console.print("broker stopped; demo done")
         return code
     finally:

@@ -4,7 +4,9 @@ Source, security, values, sink and Spark options are the same for every job, so 
 written once here: :func:`common_parser` is the argparse parent every job's subcommand starts
 from, :class:`CommonOptions` checks them before Spark starts (the source, sink, security and
 session settings), and :func:`job_input` finishes what needs a running session (parsing
-``--value-schema``) into the :class:`JobInput` every job's ``build`` receives. An option that
+``--value-schema``) into the :class:`JobInput` every job's ``build`` receives. ``--value-format``
+and the registry options are resolved in :meth:`CommonOptions.from_args` (the schemas fetched
+before Spark starts) and travel on :class:`SourceOptions`. An option that
 every job should take is added here only: an argument in :func:`common_parser`, its check in
 :meth:`CommonOptions.from_args` or :func:`job_input`, and a field of :class:`JobInput` when the
 jobs need it.
@@ -13,16 +15,24 @@ jobs need it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from spark_consumer.options import UsageError, check_field, key_value, parse_duration
 from spark_consumer.schema import field_type, load_schema
+from spark_consumer.schema_registry import RegistryClient, RegistrySettings, value_subject
 from spark_consumer.security import MECHANISMS, PROTOCOLS, KafkaSecurity
 from spark_consumer.session import SessionOptions
 from spark_consumer.sinks import SinkOptions
 from spark_consumer.source import SourceOptions
+from spark_consumer.value_formats import VALUE_FORMATS, BinaryValues, plan_values
+
+#: Registry secrets may come from the environment instead of the command line (where ``ps`` shows them).
+BASIC_AUTH_ENV = "TIMESYNC_SPARK_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO"
+BEARER_TOKEN_ENV = "TIMESYNC_SPARK_SCHEMA_REGISTRY_BEARER_AUTH_TOKEN"
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -84,15 +94,33 @@ def common_parser() -> Parser:
         metavar="FILE",
         help="client certificate and key: .p12/.pfx (PKCS#12), .jks, or .pem (key and chain in one file)",
     )
-    val = common.add_argument_group("values")
+    val = common.add_argument_group(
+        f"values (registry secrets also from ${BASIC_AUTH_ENV} and ${BEARER_TOKEN_ENV})"
+    )
+    val.add_argument(
+        "--value-format",
+        choices=VALUE_FORMATS,
+        default="json",
+        help="json (default): text parsed with --value-schema; avro, protobuf: framed for a Schema "
+        "Registry, schemas from --schema-registry-url",
+    )
     val.add_argument(
         "--value-schema",
         metavar="DDL|FILE",
-        help="DDL string, or a file: DDL, Spark schema JSON, JSON Schema",
+        help="DDL string, or a file: DDL, Spark schema JSON, JSON Schema (--value-format json)",
     )
     val.add_argument(
-        "--key-field", metavar="FIELD", help="field of the JSON value to key on (default: the Kafka key)"
+        "--key-field", metavar="FIELD", help="field of the value to key on (default: the Kafka key)"
     )
+    val.add_argument(
+        "--schema-registry-url", metavar="URL", help="as schema.registry.url (Confluent's API base)"
+    )
+    val.add_argument(
+        "--value-subject", metavar="SUBJECT", help="the values' subject (default: <--topic>-value)"
+    )
+    val.add_argument("--schema-registry-basic-auth-user-info", metavar="USER:PASSWORD")
+    val.add_argument("--schema-registry-bearer-auth-token", metavar="TOKEN")
+    val.add_argument("--schema-registry-ssl-cafile", metavar="PEM", help="CA certificates to trust (PEM)")
     out = common.add_argument_group("sink")
     out.add_argument("--sink", choices=("kafka", "console", "parquet"), default="kafka")
     out.add_argument("--output-topic", help="with the Kafka sink (created when missing)")
@@ -167,6 +195,7 @@ class CommonOptions:
         )
         if args.key_field is not None:
             check_field(args.key_field, "--key-field")
+        source = dataclasses.replace(source, values=registry_values(args))
         if args.shuffle_partitions < 1:
             raise UsageError(f"--shuffle-partitions: {args.shuffle_partitions} must be at least 1")
         session = SessionOptions(
@@ -179,10 +208,44 @@ class CommonOptions:
         return cls(security, source, sink, session)
 
 
+def registry_settings(args: argparse.Namespace) -> RegistrySettings:
+    """``--schema-registry-*`` (secrets from the environment when not on the command line)."""
+    if not args.schema_registry_url:
+        raise UsageError(f"--schema-registry-url: required with --value-format {args.value_format}")
+    return RegistrySettings(
+        args.schema_registry_url,
+        args.schema_registry_basic_auth_user_info or os.environ.get(BASIC_AUTH_ENV) or None,
+        args.schema_registry_bearer_auth_token or os.environ.get(BEARER_TOKEN_ENV) or None,
+        args.schema_registry_ssl_cafile,
+    )
+
+
+def registry_values(args: argparse.Namespace) -> BinaryValues | None:
+    """The value subject's schemas fetched from the registry (``None`` for JSON values).
+
+    Runs before Spark starts: an unreachable registry or an unknown subject is a one-line
+    :class:`UsageError`.
+    """
+    if args.value_format == "json":
+        registry_only = [
+            name for name in ("schema_registry_url", "value_subject") if getattr(args, name) is not None
+        ]
+        if registry_only:
+            flag = "--" + registry_only[0].replace("_", "-")
+            raise UsageError(f"{flag}: only with --value-format avro or protobuf")
+        return None
+    if args.value_schema:
+        raise UsageError(
+            f"--value-schema: not with --value-format {args.value_format}; the schema comes from the registry"
+        )
+    client = RegistryClient(registry_settings(args))
+    return plan_values(args.value_format, client, value_subject(args.topic, args.value_subject))
+
+
 def require_value_schema(args: argparse.Namespace, reads_value_fields: bool) -> None:
     """A job that reads fields of the value (``--key-field``, ``--agg FUNCTION:FIELD``) needs
-    ``--value-schema`` to find them."""
-    if reads_value_fields and not args.value_schema:
+    ``--value-schema`` to find them, or a registry format (whose schema is the registry's)."""
+    if reads_value_fields and not args.value_schema and args.value_format == "json":
         raise UsageError("--value-schema: required to read value fields (--key-field, --agg FUNCTION:FIELD)")
 
 
@@ -190,7 +253,8 @@ def require_value_schema(args: argparse.Namespace, reads_value_fields: bool) -> 
 class JobInput:
     """What the shared options give every job's ``build``, once Spark runs.
 
-    ``value_schema`` is ``--value-schema`` parsed (``None``: the value stays a JSON string), with
+    ``value_schema`` is ``--value-schema`` parsed, or the struct Avro or Protobuf values decode
+    to (``None``: the value stays a JSON string), with
     ``key_field`` known to name one of its fields.
     """
 
@@ -200,8 +264,18 @@ class JobInput:
 
 
 def job_input(args: argparse.Namespace, source: SourceOptions) -> JobInput:
-    """Parse the value schema (Spark's DDL parser needs the session) and check the key field in it."""
-    schema = load_schema(args.value_schema) if args.value_schema else None
+    """Parse the value schema (Spark's DDL parser needs the session) and check the key field in it.
+
+    For Avro and Protobuf values the schema is the type they decode to (from the registry's).
+    """
+    if source.values is not None:
+        from pyspark.sql import SparkSession
+
+        from spark_consumer.value_decoding import value_struct
+
+        schema: StructType | None = value_struct(SparkSession.active(), source.values)
+    else:
+        schema = load_schema(args.value_schema) if args.value_schema else None
     if schema is not None and args.key_field:
         field_type(schema, args.key_field, "--key-field")
     return JobInput(source, schema, args.key_field)

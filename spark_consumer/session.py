@@ -45,6 +45,7 @@ PACKAGES_ENV = "TIMESYNC_SPARK_PACKAGES"
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
 OPERATOR = "timesync-suppress-operator"
 DEFAULT_OPERATOR_DIR = REPO / ".cache" / "jars" / "operator"
+AVRO = "spark-avro_2.13"  # from_avro, for --value-format avro
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -132,14 +133,15 @@ def connector_conf(options: SessionOptions) -> dict[str, str]:
     """``spark.jars`` or ``spark.jars.packages`` for the Kafka connector (empty if none is needed).
 
     Order: ``options.packages`` or ``$TIMESYNC_SPARK_PACKAGES`` (Maven coordinates, or ``auto``
-    for the connector at pyspark's version, resolved by Ivy); else ``options.jars_dir`` or
+    for the connector and ``spark-avro`` at pyspark's version, resolved by Ivy); else ``options.jars_dir`` or
     ``$TIMESYNC_SPARK_JARS_DIR`` (must hold the connector); else nothing when the connector is
     already on Spark's classpath (:func:`classpath_connector`); else the checkout's
     ``.cache/jars/spark``. When none of these has it, :class:`SessionError` says what to do.
     """
     packages = options.packages or os.environ.get(PACKAGES_ENV)
     if packages:
-        coords = connector_coordinates() if packages == "auto" else packages
+        auto = f"{connector_coordinates()},org.apache.spark:{AVRO}:{pyspark_version()}"
+        coords = auto if packages == "auto" else packages
         return {"spark.jars.packages": coords}
     env_dir = os.environ.get(JARS_DIR_ENV)
     jars_dir = options.jars_dir or (Path(env_dir) if env_dir else None)

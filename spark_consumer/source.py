@@ -39,6 +39,7 @@ from sidecar.core.stamping import (
     STREAM_TIME,
     WATERMARK,
 )
+from spark_consumer.value_formats import BinaryValues
 
 EVENT_TIME = "event_time"  # TIMESTAMP: the Kafka record timestamp, the column Spark's watermark tracks
 TS = "ts"  # the same instant as epoch milliseconds (BIGINT)
@@ -54,6 +55,9 @@ class SourceOptions:
     operators and dropped (and counted). The ordered topic only holds records the sidecar marked
     late, so the delay can be small; it must be at least 1 ms to keep records whose timestamp
     equals the previous batch's maximum (Spark drops ``event time <= watermark``).
+
+    ``values`` says how to decode Avro or Protobuf values (resolved against the registry at plan
+    time, :func:`spark_consumer.value_formats.plan_values`); ``None``: the value is JSON text.
     """
 
     bootstrap_servers: str
@@ -62,6 +66,7 @@ class SourceOptions:
     starting_offsets: str = "earliest"
     max_offsets_per_trigger: int | None = None
     kafka_options: Mapping[str, str] = field(default_factory=dict)
+    values: BinaryValues | None = None
 
 
 def read_kafka(spark: SparkSession, options: SourceOptions) -> DataFrame:
@@ -95,15 +100,26 @@ def _decimal(name: str) -> Column:
     return header(name).cast("string").try_cast("long")
 
 
-def ordered_records(raw: DataFrame) -> DataFrame:
+def value_column(values: BinaryValues | None) -> Column:
+    """``value``: the JSON text, or the Avro/Protobuf value decoded into a struct (NULL when it
+    does not decode, as a heartbeat's empty value does not)."""
+    if values is None:
+        return F.col("value").cast("string")
+    from spark_consumer.value_decoding import decoded_value
+
+    return decoded_value(F.col("value"), values)
+
+
+def ordered_records(raw: DataFrame, values: BinaryValues | None = None) -> DataFrame:
     """Typed columns of the ordered topic, control records included.
 
-    ``source_*`` fall back to the record's own Kafka coordinates when the headers are absent,
-    so the deduplication key is never NULL (and a topic not written by timesync still reads).
+    ``value`` is :func:`value_column`. ``source_*`` fall back to the record's own Kafka
+    coordinates when the headers are absent, so the deduplication key is never NULL (and a topic
+    not written by timesync still reads).
     """
     return raw.select(
         F.col("key").cast("string").alias("key"),
-        F.col("value").cast("string").alias("value"),
+        value_column(values).alias("value"),
         F.col("timestamp").alias(EVENT_TIME),
         F.unix_millis("timestamp").alias(TS),
         F.col("topic").alias("kafka_topic"),
@@ -152,5 +168,6 @@ def deduplicate(records: DataFrame) -> DataFrame:
 
 def ordered_stream(spark: SparkSession, options: SourceOptions, *, dedup: bool = True) -> DataFrame:
     """Data records of the ordered topic, watermarked (heartbeats counted), optionally deduplicated."""
-    stream = with_watermark(ordered_records(read_kafka(spark, options)), options.watermark_delay_ms)
+    records = ordered_records(read_kafka(spark, options), options.values)
+    stream = with_watermark(records, options.watermark_delay_ms)
     return deduplicate(stream) if dedup else stream

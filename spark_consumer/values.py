@@ -1,4 +1,9 @@
-"""The JSON value of ordered-topic records and the key jobs group and join on."""
+"""The value of ordered-topic records as ``data``, and the key jobs group and join on.
+
+A JSON value is text until :func:`with_data` parses it with ``--value-schema``; an Avro or
+Protobuf value arrives decoded already (the source decodes it, :mod:`spark_consumer.source`),
+and ``data`` is that struct. Either way the field options read ``data.<path>``.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,13 @@ DATA = "data"  # the parsed value: a struct, or the raw JSON string when no sche
 
 
 def with_data(records: DataFrame, schema: StructType | None) -> DataFrame:
-    """Add ``data``: the value parsed with ``schema`` (malformed JSON gives NULL fields)."""
+    """Add ``data``: the value parsed with ``schema`` (malformed JSON gives NULL fields).
+
+    A value the source decoded already (a struct: Avro, Protobuf) is taken as it is; its
+    ``schema`` is the decoded type.
+    """
+    if isinstance(records.schema["value"].dataType, StructType):
+        return records.withColumn(DATA, F.col("value"))
     parsed = F.from_json("value", schema) if schema is not None else F.col("value")
     return records.withColumn(DATA, parsed)
 

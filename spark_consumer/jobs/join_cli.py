@@ -38,6 +38,11 @@ def plan(args: argparse.Namespace) -> JoinPlan:
     within_ms = parse_duration(args.within, "--within", allow_zero=True)
     if args.left == args.right:
         raise UsageError(f"--right: the right source topic must differ from the left ({args.left!r})")
+    if args.right_value_schema and args.value_format != "json":
+        raise UsageError(
+            f"--right-value-schema: only with --value-format json; {args.value_format} values of both "
+            "sides decode with the value subject's schemas"
+        )
     options = JoinOptions(args.left, args.right, within_ms, args.how, args.key_field)
     return JoinPlan(options, args.right_value_schema)
 

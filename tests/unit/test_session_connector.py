@@ -107,7 +107,10 @@ def test_an_explicit_jars_dir_wins_and_must_hold_the_connector(installed: Path, 
 def test_packages_win_over_everything(installed: Path) -> None:
     jars_dir(installed / "jars")
     conf = connector_conf(SessionOptions(packages="auto"))
-    assert conf == {"spark.jars.packages": f"org.apache.spark:spark-sql-kafka-0-10_2.13:{VERSION}"}
+    assert conf == {
+        "spark.jars.packages": f"org.apache.spark:spark-sql-kafka-0-10_2.13:{VERSION},"
+        f"org.apache.spark:spark-avro_2.13:{VERSION}"
+    }
 
 
 def test_a_connector_of_another_spark_version_is_refused(installed: Path) -> None:

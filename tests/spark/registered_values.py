@@ -1,0 +1,54 @@
+"""Values as a registry's serializers write them, for the Spark tests: schemas registered on the
+session's real registry (Confluent's API), bodies framed with the id it assigned."""
+
+from __future__ import annotations
+
+import io
+import json
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import fastavro
+
+from spark_consumer import framing
+from spark_consumer.protobuf_rows import file_descriptor, message_descriptor
+from spark_consumer.protobuf_schema import compile_descriptor_set
+
+
+def register(url: str, subject: str, schema: str, schema_type: str = "AVRO") -> int:
+    """Register ``schema`` as the next version of ``subject``; its global id."""
+    body: dict[str, Any] = {"schema": schema}
+    if schema_type != "AVRO":
+        body["schemaType"] = schema_type
+    request = urllib.request.Request(
+        f"{url}/subjects/{urllib.parse.quote(subject, safe='')}/versions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return int(json.loads(answer.read())["id"])
+
+
+def avro(schema_id: int, schema: str, record: dict[str, Any]) -> bytes:
+    """``record`` written with ``schema`` (Avro binary), framed with ``schema_id``."""
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(json.loads(schema)), record)
+    return framing.frame(schema_id, out.getvalue())
+
+
+class ProtobufWriter:
+    """Serializes the first message of a .proto file, framed with its id and indexes ``[0]``."""
+
+    def __init__(self, schema_id: int, proto: str, file_name: str = "test.proto") -> None:
+        from google.protobuf import message_factory
+
+        descriptors = compile_descriptor_set(file_name, {file_name: proto})
+        message = message_descriptor(file_descriptor(descriptors, file_name), (0,))
+        assert message is not None
+        self.cls = message_factory.GetMessageClass(message)
+        self.schema_id = schema_id
+
+    def __call__(self, **fields: Any) -> bytes:
+        return framing.frame(self.schema_id, self.cls(**fields).SerializeToString(), (0,))
