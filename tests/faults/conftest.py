@@ -109,11 +109,12 @@ def quiet_aiokafka() -> Iterator[None]:
     logger.setLevel(level)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def cluster3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A local cluster of three combined KRaft nodes (replication 3, ``min.insync.replicas=2``)
-    whose nodes a test may stop, kill and start; one per session (a start costs 15-20 s), stopped
-    at its end. A test leaves every node running."""
+    whose nodes a test may stop, kill and start; one for the fault tests (a start costs 15-20 s),
+    stopped after the last of them, so that its three JVMs do not idle through the rest of the
+    suite. A test leaves every node running."""
     cluster = load_launcher().start_cluster(3, tmp_path_factory.mktemp("cluster"), die_with_parent=True)
     try:
         yield cluster
