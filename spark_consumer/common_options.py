@@ -22,12 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from spark_consumer.options import UsageError, check_field, key_value, parse_duration
-from spark_consumer.schema import field_type, load_schema
 from spark_consumer.schema_registry import RegistryClient, RegistrySettings, value_subject
 from spark_consumer.security import MECHANISMS, PROTOCOLS, KafkaSecurity
 from spark_consumer.session import SessionOptions
-from spark_consumer.sinks import SinkOptions
-from spark_consumer.source import SourceOptions
 from spark_consumer.value_formats import VALUE_FORMATS, BinaryValues, plan_values
 
 #: Registry secrets may come from the environment instead of the command line (where ``ps`` shows them).
@@ -36,6 +33,9 @@ BEARER_TOKEN_ENV = "TIMESYNC_SPARK_SCHEMA_REGISTRY_BEARER_AUTH_TOKEN"
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
+
+    from spark_consumer.sinks import SinkOptions
+    from spark_consumer.source import SourceOptions
 
 
 class Parser(argparse.ArgumentParser):
@@ -165,6 +165,10 @@ class CommonOptions:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> CommonOptions:
         """Check the shared options (:class:`UsageError` names the option and the value)."""
+        # Imported here: building the parser (--help) needs no pyspark; running a job does.
+        from spark_consumer.sinks import SinkOptions
+        from spark_consumer.source import SourceOptions
+
         security = KafkaSecurity.from_args(
             args.security_protocol,
             args.sasl_mechanism,
@@ -268,6 +272,8 @@ def job_input(args: argparse.Namespace, source: SourceOptions) -> JobInput:
 
     For Avro and Protobuf values the schema is the type they decode to (from the registry's).
     """
+    from spark_consumer.schema import field_type, load_schema
+
     if source.values is not None:
         from pyspark.sql import SparkSession
 

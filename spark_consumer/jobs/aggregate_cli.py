@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING
 
 from spark_consumer.common_options import JobInput
-from spark_consumer.jobs import JobOutput, aggregate, window_cli
-from spark_consumer.jobs.aggregate import AggregateOptions
+from spark_consumer.jobs import JobOutput, window_cli
 from spark_consumer.jobs.command import Job
 from spark_consumer.options import UsageError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from spark_consumer.jobs.aggregate import AggregateOptions
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def plan(args: argparse.Namespace) -> AggregateOptions:
     """The job's options from its arguments, all but the value schema (which needs Spark)."""
+    from spark_consumer.jobs.aggregate import AggregateOptions  # pyspark: only once a job runs
+
     aggs = window_cli.aggs(args)
     window = window_cli.window(args)
     if args.sink == "parquet" and args.output_mode != "append":
@@ -32,6 +37,8 @@ def plan(args: argparse.Namespace) -> AggregateOptions:
 
 
 def build(spark: SparkSession, given: JobInput, options: AggregateOptions) -> JobOutput:
+    from spark_consumer.jobs import aggregate
+
     window_cli.check_agg_fields(given.value_schema, options.aggs)
     complete = dataclasses.replace(options, value_schema=given.value_schema)
     return aggregate.build(spark, given.source, complete)

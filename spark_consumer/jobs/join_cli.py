@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from dataclasses import dataclass
-
-from pyspark.sql import SparkSession
+from typing import TYPE_CHECKING
 
 from spark_consumer.common_options import JobInput
-from spark_consumer.jobs import JobOutput, join
+from spark_consumer.jobs import JobOutput
 from spark_consumer.jobs.command import Job
-from spark_consumer.jobs.join import JoinOptions
 from spark_consumer.options import UsageError, parse_duration
-from spark_consumer.schema import field_type, load_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from spark_consumer.jobs.join import JoinOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def plan(args: argparse.Namespace) -> JoinPlan:
+    from spark_consumer.jobs.join import JoinOptions  # pyspark: only once a job runs
+
     within_ms = parse_duration(args.within, "--within", allow_zero=True)
     if args.left == args.right:
         raise UsageError(f"--right: the right source topic must differ from the left ({args.left!r})")
@@ -49,6 +53,9 @@ def plan(args: argparse.Namespace) -> JoinPlan:
 
 def build(spark: SparkSession, given: JobInput, planned: JoinPlan) -> JobOutput:
     """Both sides read ``--value-schema`` unless the right one has its own."""
+    from spark_consumer.jobs import join
+    from spark_consumer.schema import field_type, load_schema
+
     left = given.value_schema
     right = (
         load_schema(planned.right_value_schema, "--right-value-schema")

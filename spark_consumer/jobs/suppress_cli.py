@@ -10,14 +10,14 @@ import argparse
 import dataclasses
 from typing import TYPE_CHECKING
 
-from pyspark.sql import SparkSession
-
 from spark_consumer.common_options import JobInput
 from spark_consumer.jobs import JobOutput, window_cli
 from spark_consumer.jobs.command import Job
 from spark_consumer.options import parse_duration
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from spark_consumer.jobs.suppress import SuppressOptions
 
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from spark_consumer.common_options import require_value_schema
 from spark_consumer.options import AggSpec, UsageError, WindowSpec, parse_duration
-from spark_consumer.schema import check_numeric, field_type
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -60,6 +59,8 @@ def require_schema_for(args: argparse.Namespace, specs: Sequence[AggSpec]) -> No
 
 def check_agg_fields(schema: StructType | None, specs: Sequence[AggSpec]) -> None:
     """Every aggregated field is in the value schema; sum, min and max need a numeric one."""
+    from spark_consumer.schema import check_numeric, field_type  # pyspark: only once a job runs
+
     for spec in specs:
         if spec.field and schema is not None:
             if spec.function == "count":
