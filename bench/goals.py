@@ -14,6 +14,8 @@ KS_REFERENCE = "kafka-streams idle 0 tuned"
 
 THROUGHPUT_VS_PASSTHROUGH = 0.9
 ADDED_P99_MS = 50
+SUPPRESS_VS_AGGREGATE_RATE = 0.7  # suppress's records/s ≥ this × aggregate's (issue 25)
+SUPPRESS_VS_AGGREGATE_CPU = 2.0  # suppress's CPU µs/record ≤ this × aggregate's (issue 25)
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -156,4 +158,31 @@ def goals(results: dict[str, Any]) -> dict[str, Any]:
         }
     else:
         out["spark_fewer_drops_on_ordered_topic"] = {"jobs": {}, "met": None}
+    out.update(suppress_goals(results.get("spark_jobs")))
     return out
+
+
+def suppress_goals(spark_jobs: dict[str, Any] | None) -> dict[str, Any]:
+    """``suppress`` against ``aggregate`` over the same backlog (bench.spark_rates): its rate at
+    least ``SUPPRESS_VS_AGGREGATE_RATE``× and its CPU per record at most
+    ``SUPPRESS_VS_AGGREGATE_CPU``× aggregate's; ``met`` is ``None`` without both figures."""
+    jobs = (spark_jobs or {}).get("jobs") or {}
+    agg, sup = jobs.get("aggregate") or {}, jobs.get("suppress") or {}
+    rate_ratio = _ratio(sup.get("records_per_s"), agg.get("records_per_s"))
+    cpu_ratio = _ratio(sup.get("cpu_us_per_record"), agg.get("cpu_us_per_record"))
+    return {
+        "spark_suppress_rate_vs_aggregate": {
+            "suppress_records_per_s": sup.get("records_per_s"),
+            "aggregate_records_per_s": agg.get("records_per_s"),
+            "ratio": rate_ratio,
+            "target": SUPPRESS_VS_AGGREGATE_RATE,
+            "met": _met(rate_ratio >= SUPPRESS_VS_AGGREGATE_RATE if rate_ratio is not None else None),
+        },
+        "spark_suppress_cpu_vs_aggregate": {
+            "suppress_cpu_us_per_record": sup.get("cpu_us_per_record"),
+            "aggregate_cpu_us_per_record": agg.get("cpu_us_per_record"),
+            "ratio": cpu_ratio,
+            "target": SUPPRESS_VS_AGGREGATE_CPU,
+            "met": _met(cpu_ratio <= SUPPRESS_VS_AGGREGATE_CPU if cpu_ratio is not None else None),
+        },
+    }

@@ -104,6 +104,20 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
             f"{job}: raw {d['raw']:,}, ordered {d['ordered']:,}" for job, d in sp["jobs"].items()
         )
         lines.append(f"| Spark drops fewer late rows on the ordered topic | {detail} | {yes[sp['met']]} |")
+    sr, sc = g.get("spark_suppress_rate_vs_aggregate"), g.get("spark_suppress_cpu_vs_aggregate")
+    if sr and sr["ratio"] is not None:
+        lines.append(
+            f"| Spark suppress records/s ≥ {sr['target']}× aggregate's | {fmt(sr['ratio'])}× "
+            f"({fmt(sr['suppress_records_per_s'])} vs {fmt(sr['aggregate_records_per_s'])} records/s) "
+            f"| {yes[sr['met']]} |"
+        )
+    if sc and sc["ratio"] is not None:
+        lines.append(
+            f"| Spark suppress CPU/record ≤ {sc['target']}× aggregate's | {fmt(sc['ratio'])}× "
+            f"({fmt(sc['suppress_cpu_us_per_record'])} vs "
+            f"{fmt(sc['aggregate_cpu_us_per_record'])} µs/record) "
+            f"| {yes[sc['met']]} |"
+        )
 
     lines += ["", "## Throughput", ""]
     for tp in results["throughput"]:
@@ -189,15 +203,17 @@ def spark_jobs_section(sj: dict[str, Any]) -> list[str]:
         f"{sj['workload']}; {sj['records']:,} records, micro-batches of "
         f"{sj['records_per_micro_batch']:,}. Records/s = the records of every batch after the first "
         "/ those batches' execution time; the first batch (plan, code generation, state store, "
-        "Python workers) is shown apart.",
+        "Python workers) is shown apart. CPU µs/record = the Spark JVM's and its Python workers' CPU "
+        "time over the batches after the first / their records.",
         "",
-        "| job | records/s after the first batch | first batch s | wall s (start to end) | micro-batches |",
-        "|---|---:|---:|---:|---:|",
+        "| job | records/s after the first batch | CPU µs/record | first batch s | wall s (start to end) "
+        "| micro-batches |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for job, r in sj["jobs"].items():
         lines.append(
-            f"| {job} | {fmt(r['records_per_s'])} | {fmt(r['first_batch_s'])} | {fmt(r['wall_s'])} "
-            f"| {fmt(r['micro_batches'])} |"
+            f"| {job} | {fmt(r['records_per_s'])} | {fmt(r.get('cpu_us_per_record'))} "
+            f"| {fmt(r['first_batch_s'])} | {fmt(r['wall_s'])} | {fmt(r['micro_batches'])} |"
         )
     return lines
 
