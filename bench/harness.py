@@ -85,6 +85,15 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
         mark = time.monotonic()
         spark_jobs = await spark_rates.spark_rates_phase(bootstrap, tag, p, session, log_dir)
         phases["spark_jobs"] = round(time.monotonic() - mark, 1)
+        if p.spark_state:
+            from bench import spark_state
+
+            mark = time.monotonic()
+            five_k = spark_jobs["jobs"]["suppress"]["records_per_s"]
+            spark_jobs["suppress_keys_remembered"] = await spark_state.spark_state_phase(
+                bootstrap, tag, p, session, log_dir, five_k
+            )
+            phases["spark_state"] = round(time.monotonic() - mark, 1)
     results: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_id": tag,

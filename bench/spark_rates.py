@@ -39,6 +39,7 @@ import random
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,8 +110,10 @@ def orders_and_payments(
     return events
 
 
-def job_args(job: str, bootstrap: str, topic: str, out: str, orders: str, payments: str) -> list[str]:
-    """The ``timesync-spark`` command line of one measured job."""
+def job_args(
+    job: str, bootstrap: str, topic: str, out: str, orders: str, payments: str, ttl: str = SUPPRESS_TTL
+) -> list[str]:
+    """The ``timesync-spark`` command line of one measured job (``ttl``: suppress's)."""
     common = [
         "--bootstrap-servers", bootstrap, "--topic", topic, "--output-topic", out,
         "--value-schema", VALUE_SCHEMA, "--trigger", "available-now",
@@ -120,7 +123,7 @@ def job_args(job: str, bootstrap: str, topic: str, out: str, orders: str, paymen
     if job == "join":
         return ["join", *common, "--left", orders, "--right", payments, "--within", JOIN_WITHIN,
                 "--key-field", "id"]  # fmt: skip
-    return ["suppress", *common, "--size", WINDOW, "--ttl", SUPPRESS_TTL]
+    return ["suppress", *common, "--size", WINDOW, "--ttl", ttl]
 
 
 def _offsets(value: Any) -> dict[str, dict[str, int]]:
@@ -191,8 +194,15 @@ def jvm_pid(spark: Any) -> int | None:
     return int(pid) if pid else proc_cpu.java_child()
 
 
-def run_job(spark: Any, args: list[str], checkpoint: Path, per_batch: int) -> dict[str, Any]:
-    """Run one job to the end of its input (blocking); its rate figures and wall time."""
+def run_job(
+    spark: Any,
+    args: list[str],
+    checkpoint: Path,
+    per_batch: int,
+    more: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Run one job to the end of its input (blocking); its rate figures and wall time, and what
+    ``more`` reads off the query's progress reports."""
     from spark_consumer import cli, sinks
 
     plan = cli.Plan(cli.build_parser().parse_args([*args, "--checkpoint", str(checkpoint),
@@ -216,7 +226,8 @@ def run_job(spark: Any, args: list[str], checkpoint: Path, per_batch: int) -> di
         error = query.exception()
         if error is not None:
             raise RuntimeError(f"spark {plan.job}: {error}")
-        r = rate(list(query.recentProgress))
+        progress: list[dict[str, Any]] = list(query.recentProgress)
+        r = {**rate(progress), **(more(progress) if more else {})}
         return {**r, **cpu_per_record(cpu_at_first, cpu_at_end, r.get("records_after_first_batch")),
                 "wall_s": round(wall, 1)}  # fmt: skip
     finally:

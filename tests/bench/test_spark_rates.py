@@ -121,7 +121,8 @@ def test_suppress_goals_compare_rate_and_cpu_with_aggregate() -> None:
         "aggregate": {"records_per_s": 100_000, "cpu_us_per_record": 10.0},
         "suppress": {"records_per_s": 60_000, "cpu_us_per_record": 19.0},
     }
-    rate_goal, cpu_goal = suppress_goals({"jobs": jobs}).values()
+    goals = suppress_goals({"jobs": jobs})
+    rate_goal, cpu_goal = goals["spark_suppress_rate_vs_aggregate"], goals["spark_suppress_cpu_vs_aggregate"]
     assert (rate_goal["ratio"], rate_goal["met"]) == (0.6, False)
     assert (cpu_goal["ratio"], cpu_goal["met"]) == (1.9, True)
 
