@@ -160,6 +160,12 @@ def goals(results: dict[str, Any]) -> dict[str, Any]:
     else:
         out["spark_fewer_drops_on_ordered_topic"] = {"jobs": {}, "met": None}
     out.update(suppress_goals(results.get("spark_jobs")))
+    ex = results.get("extractors")
+    out["extractor_avro_over_record"] = {
+        "added_us_per_record": ex["avro_added_us_per_record"] if ex else None,
+        "target_us_per_record": ex["target_avro_added_us_per_record"] if ex else None,
+        "met": _met(ex["met"] if ex else None),
+    }
     return out
 
 

@@ -56,6 +56,9 @@ class Plan:
     # many distinct keys takes minutes to write, order and run, and says nothing at --quick's sizes
     spark_state: bool = True
     spark_state_keys: int = 1_000_000
+    # timestamp.extractor costs (bench.extractors): in-process, no broker; ~1 s at --quick's sizes
+    extractor_records: int = 200_000
+    extractor_repeats: int = 7
 
 
 def systems(idles: Sequence[str], ks_idles: Sequence[str]) -> tuple[SystemSpec, ...]:
@@ -123,6 +126,8 @@ def _plan(quick: bool, seed: int, workloads: Sequence[str] | None, spark: bool) 
             spark_rate_keys=200,
             spark_rate_batch=1_000,
             spark_state=False,
+            extractor_records=20_000,
+            extractor_repeats=3,
         )
     live = systems(IDLE_VALUES, IDLE_VALUES)
     through = (

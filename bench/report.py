@@ -126,6 +126,12 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
             f"{fmt(sk['active_keys_only_records_per_s'])} records/s) | {yes[sk['met']]} |"
         )
 
+    ea = g.get("extractor_avro_over_record")
+    if ea and ea["added_us_per_record"] is not None:
+        lines.append(
+            f"| `timestamp.extractor=avro:` adds ≤ {ea['target_us_per_record']} µs/record over `record` | "
+            f"{ea['added_us_per_record']:+.2f} µs/record | {yes[ea['met']]} |"
+        )
     lines += ["", "## Throughput", ""]
     for tp in results["throughput"]:
         lines += throughput_section(tp)
@@ -191,6 +197,8 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
                 )
     if results.get("spark_jobs"):
         lines += ["", "## Spark jobs: records/s", "", *spark_jobs_section(results["spark_jobs"])]
+    if results.get("extractors"):
+        lines += ["", "## Timestamp extractors", "", *extractors_section(results["extractors"])]
     if plot_paths:
         lines += ["", "## Plots", ""]
         lines += [f"![{p.stem}]({p.name})" for p in plot_paths]
@@ -332,3 +340,27 @@ def _other_rounds(run: dict[str, Any]) -> str:
     others = list(rates)
     others.remove(run["records_per_s"])
     return " (" + ", ".join(fmt(r) for r in others) + ")"
+
+
+def extractors_section(results: dict[str, Any]) -> list[str]:
+    """What each ``timestamp.extractor`` costs per record (bench.extractors), from the ``extractors``
+    part of results.json."""
+    lines = [
+        f"`timestamp.extractor` on the core's path (`extract_all` over {results['records']:,} records, "
+        f"schemas cached), best of {results['repeats']} passes, CPU by `time.process_time`.",
+        "",
+        "| `timestamp.extractor` | value bytes | CPU µs/record | records/s | over `record` µs/record |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    base = results["extractors"]["record"]["cpu_us_per_record"]
+    for spec, r in results["extractors"].items():
+        over = "–" if spec == "record" else f"{r['cpu_us_per_record'] - base:+.2f}"
+        rate = f"{r['records_per_s']:,}" if r["records_per_s"] else "–"
+        lines.append(f"| `{spec}` | {r['value_bytes']:,} | {r['cpu_us_per_record']:.3f} | {rate} | {over} |")
+    lines += [
+        "",
+        f"`avro:` adds {results['avro_added_us_per_record']:.2f} µs/record over `record` "
+        f"(target ≤ {results['target_avro_added_us_per_record']}: "
+        f"{'met' if results['met'] else '**not met**'}).",
+    ]
+    return lines
