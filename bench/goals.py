@@ -8,6 +8,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from bench import idle_auto
 from bench.systems import KS_PROFILES, TIMESYNC_LZ4_HC
 
 KS_REFERENCE = "kafka-streams idle 0 tuned"
@@ -160,6 +161,11 @@ def goals(results: dict[str, Any]) -> dict[str, Any]:
     else:
         out["spark_fewer_drops_on_ordered_topic"] = {"jobs": {}, "met": None}
     out.update(suppress_goals(results.get("spark_jobs")))
+    auto = idle_auto.summary(results)
+    out["idle_auto_not_beaten_by_a_fixed_setting"] = {
+        "per_workload": {name: v["beaten_by"] for name, v in auto.items()},
+        "met": _met(all(not v["beaten_by"] for v in auto.values()) if auto else None),
+    }
     ex = results.get("extractors")
     out["extractor_avro_over_record"] = {
         "added_us_per_record": ex["avro_added_us_per_record"] if ex else None,

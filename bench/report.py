@@ -11,6 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bench import idle_auto
 from bench.systems import LZ4_HC
 
 
@@ -126,6 +127,16 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
             f"{fmt(sk['active_keys_only_records_per_s'])} records/s) | {yes[sk['met']]} |"
         )
 
+    ia = g.get("idle_auto_not_beaten_by_a_fixed_setting")
+    if ia and ia["per_workload"]:
+        detail = ", ".join(
+            f"{name}: " + (", ".join(f"`{b}`" for b in beaten) if beaten else "none")
+            for name, beaten in ia["per_workload"].items()
+        )
+        lines.append(
+            f"| idle `auto`: no fixed setting has both lower added p99 and fewer records out of order "
+            f"| beaten by — {detail} | {yes[ia['met']]} |"
+        )
     ea = g.get("extractor_avro_over_record")
     if ea and ea["added_us_per_record"] is not None:
         lines.append(
@@ -197,6 +208,9 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
                 )
     if results.get("spark_jobs"):
         lines += ["", "## Spark jobs: records/s", "", *spark_jobs_section(results["spark_jobs"])]
+    auto = idle_auto.summary(results)
+    if auto:
+        lines += ["", "## max.task.idle.ms=auto against the fixed settings", "", *idle_auto_section(auto)]
     if results.get("extractors"):
         lines += ["", "## Timestamp extractors", "", *extractors_section(results["extractors"])]
     if plot_paths:
@@ -363,4 +377,34 @@ def extractors_section(results: dict[str, Any]) -> list[str]:
         f"(target ≤ {results['target_avro_added_us_per_record']}: "
         f"{'met' if results['met'] else '**not met**'}).",
     ]
+    return lines
+
+
+def idle_auto_section(auto: dict[str, dict[str, Any]]) -> list[str]:
+    """Per live workload, ``auto`` beside every fixed timesync setting (bench.idle_auto): added
+    p99 over the passthrough and records out of order, and whether a fixed setting beats it on
+    both."""
+    lines = [
+        "Added p99 = the run's p99 end-to-end latency − the passthrough's on the same workload; out "
+        "of order = records emitted below the running maximum of event time. A fixed setting beats "
+        "`auto` when it is lower on both (plot: `idle-auto.png`).",
+    ]
+    for name, v in auto.items():
+        a = v["auto"]
+        verdict = (
+            "no fixed setting beats `auto` on both axes"
+            if not v["beaten_by"]
+            else "beaten on both axes by " + ", ".join(f"`{b}`" for b in v["beaten_by"])
+        )
+        lines += [
+            "",
+            f"**{name}**: {verdict}.",
+            "",
+            "| setting | added p99 ms | records out of order |",
+            "|---|---:|---:|",
+            f"| **auto** | {fmt(a['added_p99_ms'])} | {fmt(a['late_records'])} |",
+        ]
+        for label, p in v["fixed"].items():
+            mark = " (beats auto)" if label in v["beaten_by"] else ""
+            lines.append(f"| {p['idle']}{mark} | {fmt(p['added_p99_ms'])} | {fmt(p['late_records'])} |")
     return lines
