@@ -91,14 +91,14 @@ def _plan(quick: bool, seed: int, workloads: Sequence[str] | None, spark: bool) 
         # No idle ``auto``, 500 or 2000 here: each is one more sidecar start and live run per
         # workload, more than the ~10 s a phase may add to --quick; and auto learns from producer
         # gaps that a 3 s workload hardly has.
-        live = (
+        live: tuple[SystemSpec, ...] = (
             SystemSpec("passthrough"),
             SystemSpec("timesync", "0"),
             SystemSpec("timesync", "max"),
             SystemSpec("kafka-streams", "0"),
         )
         # One Kafka Streams profile (tuned) stands for all three: each is a JVM start and a warm-up.
-        through = (
+        through: tuple[SystemSpec, ...] = (
             SystemSpec("passthrough"),
             RDKAFKA,
             SystemSpec("timesync", "0"),
