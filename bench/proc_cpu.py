@@ -56,14 +56,15 @@ def tree_cpu_s(pid: int, proc: Path = PROC) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def java_child(pid: int | None = None, proc: Path = PROC) -> int | None:
-    """The first child of ``pid`` (this process by default) whose command is ``java``: the JVM
-    pyspark started through its py4j gateway."""
+def spark_jvm_child(pid: int | None = None, proc: Path = PROC) -> int | None:
+    """The first child of ``pid`` (this process by default) that is a JVM running Spark's
+    ``SparkSubmit`` (the one pyspark starts for its py4j gateway) — not any ``java`` child: the
+    bench's local broker is one too."""
     for child in children(os.getpid() if pid is None else pid, proc):
         try:
-            comm = (proc / str(child) / "comm").read_text().strip()
+            cmdline = (proc / str(child) / "cmdline").read_bytes()
         except OSError:
             continue
-        if comm == "java":
+        if b"org.apache.spark.deploy.SparkSubmit" in cmdline:
             return child
     return None

@@ -187,11 +187,11 @@ def cpu_per_record(before: float | None, after: float | None, records: int | Non
 
 
 def jvm_pid(spark: Any) -> int | None:
-    """The pid of the JVM behind ``spark``: the process py4j started, else this process's
-    ``java`` child; ``None`` when neither is found (an attached JVM: no CPU figure)."""
+    """The pid of the JVM behind ``spark``: the process py4j started, else this process's child
+    running ``SparkSubmit``; ``None`` when neither is found (an attached JVM: no CPU figure)."""
     process = getattr(getattr(spark.sparkContext, "_gateway", None), "java_process", None)
     pid = getattr(process, "pid", None)
-    return int(pid) if pid else proc_cpu.java_child()
+    return int(pid) if pid else proc_cpu.spark_jvm_child()
 
 
 def run_job(

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from bench.goals import suppress_goals
-from bench.proc_cpu import stat_cpu_ticks
+from bench.proc_cpu import spark_jvm_child, stat_cpu_ticks
 from bench.spark_rates import cpu_per_record, first_data_batch_done, job_args, orders_and_payments, rate
 
 
@@ -136,3 +137,17 @@ def test_suppress_goals_without_figures_are_not_judged() -> None:
 def test_a_proc_stat_line_sums_user_system_and_reaped_children_ticks() -> None:
     # comm with spaces and parentheses; utime 100, stime 20, cutime 3, cstime 4
     assert stat_cpu_ticks("1234 (we ird) (x)) S 1 2 3 4 5 6 7 8 9 10 100 20 3 4 20 0 1 0") == 127
+
+
+def test_the_spark_jvm_is_the_child_running_spark_submit_not_any_java(tmp_path: Path) -> None:
+    for pid, cmd in (
+        (10, b"java\0kafka.Kafka\0"),
+        (11, b"java\0org.apache.spark.deploy.SparkSubmit\0pyspark-shell\0"),
+    ):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cmdline").write_bytes(cmd)
+    (tmp_path / "1" / "task" / "1").mkdir(parents=True)
+    (tmp_path / "1" / "task" / "1" / "children").write_text("10 11")
+    assert spark_jvm_child(1, tmp_path) == 11
+    (tmp_path / "1" / "task" / "1" / "children").write_text("10")
+    assert spark_jvm_child(1, tmp_path) is None
