@@ -2,6 +2,7 @@
 
 python -m bench run [--quick] [--out DIR] [--seed N] [--workloads a,b] [--no-spark] [--no-live] [--no-curves]
 python -m bench core [--records N] [--quick] [--out DIR]
+python -m bench extractors [--records N] [--repeats N] [--out DIR]
 python -m bench readme [--results results/results.json] [--pending]
 """
 
@@ -72,6 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     core.add_argument("--records", type=int, default=1_000_000, help="records per configuration")
     core.add_argument("--quick", action="store_true", help="100k records per configuration")
     core.add_argument("--out", type=Path, default=Path("results"), help="where core.json and core.md go")
+    ext = sub.add_parser(
+        "extractors",
+        help="CPU per record of timestamp.extractor record, json:, avro:, protobuf: (no broker)",
+    )
+    ext.add_argument("--records", type=int, default=200_000, help="records per extractor")
+    ext.add_argument("--repeats", type=int, default=7, help="passes per extractor (the best counts)")
+    ext.add_argument("--out", type=Path, default=Path("results"), help="where extractors.json and .md go")
     readme = sub.add_parser(
         "readme",
         help="rewrite the generated blocks of README.md, bench/README.md and deploy/README.md",
@@ -122,6 +130,20 @@ def main(argv: list[str] | None = None) -> int:
             not args.no_live,
             not args.no_curves,
         )
+
+    if args.command == "extractors":
+        from bench import extractors
+        from bench.progress import console
+        from bench.report import extractors_section
+
+        measured = extractors.run(args.records, args.repeats)
+        text = "\n".join(extractors_section(measured))
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "extractors.json").write_text(json.dumps(measured, indent=2))
+        (args.out / "extractors.md").write_text(text + "\n")
+        console.print(text)
+        console.print(f"written: {args.out / 'extractors.json'}, {args.out / 'extractors.md'}")
+        return 0
 
     if args.command == "core":
         from bench import core as bench_core

@@ -8,12 +8,16 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from bench import idle_auto
 from bench.systems import KS_PROFILES, TIMESYNC_LZ4_HC
 
 KS_REFERENCE = "kafka-streams idle 0 tuned"
 
 THROUGHPUT_VS_PASSTHROUGH = 0.9
 ADDED_P99_MS = 50
+SUPPRESS_VS_AGGREGATE_RATE = 0.7  # suppress's records/s ≥ this × aggregate's (issue 25)
+SUPPRESS_VS_AGGREGATE_CPU = 2.0  # suppress's CPU µs/record ≤ this × aggregate's (issue 25)
+REMEMBERED_VS_ACTIVE_ONLY = 0.7  # suppress with 1M keys remembered ≥ this × its 5k-key rate
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -156,4 +160,54 @@ def goals(results: dict[str, Any]) -> dict[str, Any]:
         }
     else:
         out["spark_fewer_drops_on_ordered_topic"] = {"jobs": {}, "met": None}
+    out.update(suppress_goals(results.get("spark_jobs")))
+    auto = idle_auto.summary(results)
+    out["idle_auto_not_beaten_by_a_fixed_setting"] = {
+        "per_workload": {name: v["beaten_by"] for name, v in auto.items()},
+        "met": _met(all(not v["beaten_by"] for v in auto.values()) if auto else None),
+    }
+    ex = results.get("extractors")
+    out["extractor_avro_over_record"] = {
+        "added_us_per_record": ex["avro_added_us_per_record"] if ex else None,
+        "target_us_per_record": ex["target_avro_added_us_per_record"] if ex else None,
+        "met": _met(ex["met"] if ex else None),
+    }
     return out
+
+
+def suppress_goals(spark_jobs: dict[str, Any] | None) -> dict[str, Any]:
+    """``suppress`` against ``aggregate`` over the same backlog (bench.spark_rates): its rate at
+    least ``SUPPRESS_VS_AGGREGATE_RATE``× and its CPU per record at most
+    ``SUPPRESS_VS_AGGREGATE_CPU``× aggregate's; with many keys remembered (bench.spark_state), at
+    least ``REMEMBERED_VS_ACTIVE_ONLY``× its rate over the active keys alone. ``met`` is ``None``
+    without both figures (``--quick`` has no remembered-keys case)."""
+    jobs = (spark_jobs or {}).get("jobs") or {}
+    agg, sup = jobs.get("aggregate") or {}, jobs.get("suppress") or {}
+    rate_ratio = _ratio(sup.get("records_per_s"), agg.get("records_per_s"))
+    cpu_ratio = _ratio(sup.get("cpu_us_per_record"), agg.get("cpu_us_per_record"))
+    remembered = (spark_jobs or {}).get("suppress_keys_remembered") or {}
+    kept_ratio = _ratio(remembered.get("records_per_s"), sup.get("records_per_s"))
+    return {
+        "spark_suppress_rate_vs_aggregate": {
+            "suppress_records_per_s": sup.get("records_per_s"),
+            "aggregate_records_per_s": agg.get("records_per_s"),
+            "ratio": rate_ratio,
+            "target": SUPPRESS_VS_AGGREGATE_RATE,
+            "met": _met(rate_ratio >= SUPPRESS_VS_AGGREGATE_RATE if rate_ratio is not None else None),
+        },
+        "spark_suppress_cpu_vs_aggregate": {
+            "suppress_cpu_us_per_record": sup.get("cpu_us_per_record"),
+            "aggregate_cpu_us_per_record": agg.get("cpu_us_per_record"),
+            "ratio": cpu_ratio,
+            "target": SUPPRESS_VS_AGGREGATE_CPU,
+            "met": _met(cpu_ratio <= SUPPRESS_VS_AGGREGATE_CPU if cpu_ratio is not None else None),
+        },
+        "spark_suppress_keys_remembered": {
+            "keys_remembered": remembered.get("keys_remembered"),
+            "records_per_s": remembered.get("records_per_s"),
+            "active_keys_only_records_per_s": sup.get("records_per_s"),
+            "ratio": kept_ratio,
+            "target": REMEMBERED_VS_ACTIVE_ONLY,
+            "met": _met(kept_ratio >= REMEMBERED_VS_ACTIVE_ONLY if kept_ratio is not None else None),
+        },
+    }

@@ -2,6 +2,8 @@
 
 The phases, in this order, all on the same broker:
 
+0. **extractors** (:mod:`bench.extractors`) — in-process, no broker: what each
+   ``timestamp.extractor`` costs per record;
 1. **throughput** (:mod:`bench.throughput`) — per record shape, a backlog written up front that
    every system drains from the beginning, beside Kafka's own tools (the ceiling);
 2. **curves** (:mod:`bench.curves`) — the same drain over more partitions and larger records;
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import ceiling as bench_ceiling
-from bench import curves
+from bench import curves, extractors
 from bench.environment import environment
 from bench.live import live_phase
 from bench.plan import Plan
@@ -55,6 +57,10 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
         bench_ceiling.fetch_tools()
         ks_build_s = time.monotonic() - build_started
     phases = {"kafka_streams_build": round(ks_build_s, 1)}
+    mark = time.monotonic()
+    with track("timestamp extractors (in-process)", total=None):
+        extractor_costs = extractors.run(p.extractor_records, p.extractor_repeats, p.seed)
+    phases["extractors"] = round(time.monotonic() - mark, 1)
     mark = time.monotonic()
     throughput = await throughput_phase(bootstrap, tag, p, log_dir)
     phases["throughput"] = round(time.monotonic() - mark, 1)
@@ -85,6 +91,15 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
         mark = time.monotonic()
         spark_jobs = await spark_rates.spark_rates_phase(bootstrap, tag, p, session, log_dir)
         phases["spark_jobs"] = round(time.monotonic() - mark, 1)
+        if p.spark_state:
+            from bench import spark_state
+
+            mark = time.monotonic()
+            five_k = spark_jobs["jobs"]["suppress"]["records_per_s"]
+            spark_jobs["suppress_keys_remembered"] = await spark_state.spark_state_phase(
+                bootstrap, tag, p, session, log_dir, five_k
+            )
+            phases["spark_state"] = round(time.monotonic() - mark, 1)
     results: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_id": tag,
@@ -103,6 +118,7 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
         "workloads": live,
         "spark": spark,
         "spark_jobs": spark_jobs,
+        "extractors": extractor_costs,
     }
     from bench.goals import goals
 

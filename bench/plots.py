@@ -6,7 +6,9 @@ matplotlib with the Agg backend, so no display is needed:
   against the share of records out of order (both axes symlog, so 0 shows);
 * ``throughput.png`` — records/s per system draining the same backlog;
 * ``curves-partitions.png``, ``curves-record-size.png`` — the cost curves;
-* ``latency-cdf.png`` — the latency CDF of every system on each workload.
+* ``latency-cdf.png`` — the latency CDF of every system on each workload;
+* ``idle-auto.png`` — per workload that ran ``max.task.idle.ms=auto``: added p99 against
+  records out of order for every single-task timesync setting, ``auto`` highlighted.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import matplotlib.ticker
 
+from bench import idle_auto
 from bench.report import CURVE_LABELS
 
 COLOURS = {
@@ -29,7 +32,17 @@ COLOURS = {
     "kafka-streams": "#d62728",
     "optimum": "#2ca02c",
 }
-MARKERS = {"-1": "v", "0": "o", "100": "s", "1000": "D", "max": "^", None: "*"}
+MARKERS = {
+    "-1": "v",
+    "0": "o",
+    "100": "s",
+    "500": "p",
+    "1000": "D",
+    "2000": "h",
+    "max": "^",
+    "auto": "P",
+    None: "*",
+}
 
 
 def _colour(system: dict[str, Any]) -> str:
@@ -72,6 +85,9 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
 
+    auto = idle_auto.summary(results)
+    if auto:
+        written.append(idle_auto_plot(auto, out_dir / "idle-auto.png"))
     written.append(throughput_plot(results["throughput"], out_dir / "throughput.png"))
     if results.get("curves"):
         written += curve_plots(results["curves"], out_dir)
@@ -112,6 +128,47 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
     plt.close(fig)
     written.append(path)
     return written
+
+
+def idle_auto_plot(auto: dict[str, dict[str, Any]], path: Path) -> Path:
+    """One panel per workload (bench.idle_auto.summary): added p99 (ms) against records out of
+    order, a point per fixed setting labelled by its idle, ``auto`` a large orange cross; both
+    axes symlog so that 0 (and a negative added p99) show."""
+    n = len(auto)
+    cols = min(3, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.8 * rows), squeeze=False)
+    for ax, (name, v) in zip(axes.flat, auto.items(), strict=False):
+        for label, p in v["fixed"].items():
+            beats = label in v["beaten_by"]
+            ax.scatter(
+                [p["late_records"]],
+                [p["added_p99_ms"]],
+                color="#d62728" if beats else COLOURS["timesync"],
+                marker=MARKERS.get(p["idle"], "o"),
+                s=45,
+                edgecolors="black",
+                linewidths=0.4,
+            )
+            ax.annotate(str(p["idle"]), (p["late_records"], p["added_p99_ms"]), fontsize=7,
+                        xytext=(4, 3), textcoords="offset points")  # fmt: skip
+        a = v["auto"]
+        ax.scatter([a["late_records"]], [a["added_p99_ms"]], color="#ff7f0e", marker="P", s=160,
+                   edgecolors="black", linewidths=0.8, zorder=3, label="auto")  # fmt: skip
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_yscale("symlog", linthresh=10)
+        ax.set_xlabel("records out of order")
+        ax.set_ylabel("added p99 over passthrough (ms)")
+        ax.set_title(name + ("" if not v["beaten_by"] else " (auto beaten)"))
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="best")
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.suptitle("max.task.idle.ms: auto against the fixed settings (lower left is better)")
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def throughput_plot(shapes: list[dict[str, Any]], path: Path) -> Path:

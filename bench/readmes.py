@@ -12,7 +12,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from bench.report import CURVE_LABELS, GROWTH_WORDS, curves_section, fmt, markdown, spark_jobs_section
+from bench.report import (
+    CURVE_LABELS,
+    GROWTH_WORDS,
+    curves_section,
+    extractors_section,
+    fmt,
+    markdown,
+    spark_jobs_section,
+)
 
 BLOCK = re.compile(r"(<!-- bench:(?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)", re.S)
 READMES = ("README.md", "bench/README.md", "deploy/README.md")
@@ -20,6 +28,8 @@ FIGURES = ("throughput.png", "curves-partitions.png", "curves-record-size.png")
 #: The run itself, kept beside the figures so that every README figure can be checked against it.
 RUN_FILES = ("results.json", "report.md")
 FIGURE_DIR = "bench/figures"
+#: Every block the generator writes (each must be in one of ``READMES``).
+BLOCKS = ("summary", "results", "sizing", "extractors")
 
 
 def rewrite_blocks(text: str, blocks: dict[str, str]) -> str:
@@ -170,7 +180,14 @@ def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
     if results.get("spark_jobs"):
         results_block += ["", "### The Spark jobs behind it", "", *spark_jobs_section(results["spark_jobs"])]
     sizing = _sizing(results)
-    return {"summary": "\n".join(summary), "results": "\n".join(results_block), "sizing": "\n".join(sizing)}
+    ex = results.get("extractors")
+    extractor_block = [_provenance(results), "", *extractors_section(ex)] if ex else [PENDING]
+    return {
+        "summary": "\n".join(summary),
+        "results": "\n".join(results_block),
+        "sizing": "\n".join(sizing),
+        "extractors": "\n".join(extractor_block),
+    }
 
 
 def _sizing(results: dict[str, Any]) -> list[str]:
@@ -228,11 +245,7 @@ def update_readmes(results: dict[str, Any] | None, repo: Path, results_dir: Path
     """Rewrite the blocks of every README under ``repo`` (``results=None``: the pending text) and
     copy the figures the blocks show, with the run's ``results.json`` and ``report.md``, into
     ``bench/figures/``. Returns the files changed."""
-    blocks = (
-        readme_blocks(results)
-        if results is not None
-        else dict.fromkeys(("summary", "results", "sizing"), PENDING)
-    )
+    blocks = readme_blocks(results) if results is not None else dict.fromkeys(BLOCKS, PENDING)
     changed = []
     for name in READMES:
         path = repo / name

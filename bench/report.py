@@ -11,6 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bench import idle_auto
 from bench.systems import LZ4_HC
 
 
@@ -104,7 +105,44 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
             f"{job}: raw {d['raw']:,}, ordered {d['ordered']:,}" for job, d in sp["jobs"].items()
         )
         lines.append(f"| Spark drops fewer late rows on the ordered topic | {detail} | {yes[sp['met']]} |")
+    sr, sc = g.get("spark_suppress_rate_vs_aggregate"), g.get("spark_suppress_cpu_vs_aggregate")
+    if sr and sr["ratio"] is not None:
+        lines.append(
+            f"| Spark suppress records/s ≥ {sr['target']}× aggregate's | {fmt(sr['ratio'])}× "
+            f"({fmt(sr['suppress_records_per_s'])} vs {fmt(sr['aggregate_records_per_s'])} records/s) "
+            f"| {yes[sr['met']]} |"
+        )
+    if sc and sc["ratio"] is not None:
+        lines.append(
+            f"| Spark suppress CPU/record ≤ {sc['target']}× aggregate's | {fmt(sc['ratio'])}× "
+            f"({fmt(sc['suppress_cpu_us_per_record'])} vs "
+            f"{fmt(sc['aggregate_cpu_us_per_record'])} µs/record) "
+            f"| {yes[sc['met']]} |"
+        )
+    sk = g.get("spark_suppress_keys_remembered")
+    if sk and sk["ratio"] is not None:
+        lines.append(
+            f"| Spark suppress with {fmt(sk['keys_remembered'])} keys remembered ≥ {sk['target']}× its rate "
+            f"over the active keys alone | {fmt(sk['ratio'])}× ({fmt(sk['records_per_s'])} vs "
+            f"{fmt(sk['active_keys_only_records_per_s'])} records/s) | {yes[sk['met']]} |"
+        )
 
+    ia = g.get("idle_auto_not_beaten_by_a_fixed_setting")
+    if ia and ia["per_workload"]:
+        detail = ", ".join(
+            f"{name}: " + (", ".join(f"`{b}`" for b in beaten) if beaten else "none")
+            for name, beaten in ia["per_workload"].items()
+        )
+        lines.append(
+            f"| idle `auto`: no fixed setting has both lower added p99 and fewer records out of order "
+            f"| beaten by — {detail} | {yes[ia['met']]} |"
+        )
+    ea = g.get("extractor_avro_over_record")
+    if ea and ea["added_us_per_record"] is not None:
+        lines.append(
+            f"| `timestamp.extractor=avro:` adds ≤ {ea['target_us_per_record']} µs/record over `record` | "
+            f"{ea['added_us_per_record']:+.2f} µs/record | {yes[ea['met']]} |"
+        )
     lines += ["", "## Throughput", ""]
     for tp in results["throughput"]:
         lines += throughput_section(tp)
@@ -170,6 +208,11 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
                 )
     if results.get("spark_jobs"):
         lines += ["", "## Spark jobs: records/s", "", *spark_jobs_section(results["spark_jobs"])]
+    auto = idle_auto.summary(results)
+    if auto:
+        lines += ["", "## max.task.idle.ms=auto against the fixed settings", "", *idle_auto_section(auto)]
+    if results.get("extractors"):
+        lines += ["", "## Timestamp extractors", "", *extractors_section(results["extractors"])]
     if plot_paths:
         lines += ["", "## Plots", ""]
         lines += [f"![{p.stem}]({p.name})" for p in plot_paths]
@@ -189,16 +232,28 @@ def spark_jobs_section(sj: dict[str, Any]) -> list[str]:
         f"{sj['workload']}; {sj['records']:,} records, micro-batches of "
         f"{sj['records_per_micro_batch']:,}. Records/s = the records of every batch after the first "
         "/ those batches' execution time; the first batch (plan, code generation, state store, "
-        "Python workers) is shown apart.",
+        "Python workers) is shown apart. CPU µs/record = the Spark JVM's and its Python workers' CPU "
+        "time over the batches after the first / their records.",
         "",
-        "| job | records/s after the first batch | first batch s | wall s (start to end) | micro-batches |",
-        "|---|---:|---:|---:|---:|",
+        "| job | records/s after the first batch | CPU µs/record | first batch s | wall s (start to end) "
+        "| micro-batches |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for job, r in sj["jobs"].items():
         lines.append(
-            f"| {job} | {fmt(r['records_per_s'])} | {fmt(r['first_batch_s'])} | {fmt(r['wall_s'])} "
-            f"| {fmt(r['micro_batches'])} |"
+            f"| {job} | {fmt(r['records_per_s'])} | {fmt(r.get('cpu_us_per_record'))} "
+            f"| {fmt(r['first_batch_s'])} | {fmt(r['wall_s'])} | {fmt(r['micro_batches'])} |"
         )
+    kr = sj.get("suppress_keys_remembered")
+    if kr:
+        lines += [
+            "",
+            f"`suppress` with {kr['keys_remembered']:,} keys remembered (a backlog of one record per key "
+            f"first, TTL {kr['ttl']}), then {kr['keys_active']:,} active keys: {fmt(kr['records_per_s'])} "
+            f"records/s after the active phase's first batch ({fmt(kr['vs_active_keys_only'])}× the "
+            f"suppress figure above); state rows written per batch: median "
+            f"{fmt(kr['state_rows_updated_median'])} over {len(kr['state_rows_updated_per_batch'])} batches.",
+        ]
     return lines
 
 
@@ -299,3 +354,57 @@ def _other_rounds(run: dict[str, Any]) -> str:
     others = list(rates)
     others.remove(run["records_per_s"])
     return " (" + ", ".join(fmt(r) for r in others) + ")"
+
+
+def extractors_section(results: dict[str, Any]) -> list[str]:
+    """What each ``timestamp.extractor`` costs per record (bench.extractors), from the ``extractors``
+    part of results.json."""
+    lines = [
+        f"`timestamp.extractor` on the core's path (`extract_all` over {results['records']:,} records, "
+        f"schemas cached), best of {results['repeats']} passes, CPU by `time.process_time`.",
+        "",
+        "| `timestamp.extractor` | value bytes | CPU µs/record | records/s | over `record` µs/record |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    base = results["extractors"]["record"]["cpu_us_per_record"]
+    for spec, r in results["extractors"].items():
+        over = "–" if spec == "record" else f"{r['cpu_us_per_record'] - base:+.2f}"
+        rate = f"{r['records_per_s']:,}" if r["records_per_s"] else "–"
+        lines.append(f"| `{spec}` | {r['value_bytes']:,} | {r['cpu_us_per_record']:.3f} | {rate} | {over} |")
+    lines += [
+        "",
+        f"`avro:` adds {results['avro_added_us_per_record']:.2f} µs/record over `record` "
+        f"(target ≤ {results['target_avro_added_us_per_record']}: "
+        f"{'met' if results['met'] else '**not met**'}).",
+    ]
+    return lines
+
+
+def idle_auto_section(auto: dict[str, dict[str, Any]]) -> list[str]:
+    """Per live workload, ``auto`` beside every fixed timesync setting (bench.idle_auto): added
+    p99 over the passthrough and records out of order, and whether a fixed setting beats it on
+    both."""
+    lines = [
+        "Added p99 = the run's p99 end-to-end latency − the passthrough's on the same workload; out "
+        "of order = records emitted below the running maximum of event time. A fixed setting beats "
+        "`auto` when it is lower on both (plot: `idle-auto.png`).",
+    ]
+    for name, v in auto.items():
+        a = v["auto"]
+        verdict = (
+            "no fixed setting beats `auto` on both axes"
+            if not v["beaten_by"]
+            else "beaten on both axes by " + ", ".join(f"`{b}`" for b in v["beaten_by"])
+        )
+        lines += [
+            "",
+            f"**{name}**: {verdict}.",
+            "",
+            "| setting | added p99 ms | records out of order |",
+            "|---|---:|---:|",
+            f"| **auto** | {fmt(a['added_p99_ms'])} | {fmt(a['late_records'])} |",
+        ]
+        for label, p in v["fixed"].items():
+            mark = " (beats auto)" if label in v["beaten_by"] else ""
+            lines.append(f"| {p['idle']}{mark} | {fmt(p['added_p99_ms'])} | {fmt(p['late_records'])} |")
+    return lines

@@ -24,6 +24,12 @@ batches' own execution time (``durationMs.triggerExecution`` of every batch afte
 no-data batches included: they fire timers and move the watermark). The first batch — plan
 analysis, code generation, the state store's creation, the Python workers' start — is reported
 apart as ``first_batch_s``, and ``wall_s`` is the query from start to end.
+
+**CPU per record** (``cpu_us_per_record``) = the CPU time of the Spark JVM (``local[2]``: the
+driver runs every task) and its Python workers (:mod:`bench.proc_cpu`), read when the first data
+batch has reported (polled every ``POLL_S``) and when the query has ended, / the records of the
+batches after the first. It includes what the JVM does between batches (its GC, the query's
+shutdown), so it is an upper bound of the batches' own CPU.
 """
 
 from __future__ import annotations
@@ -33,12 +39,13 @@ import random
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from bench import collect
+from bench import collect, proc_cpu
 from bench.progress import console, track
 from bench.systems import SystemSpec, running
 from sidecar.kafka.admin import TopicSpec
@@ -54,6 +61,7 @@ ORDERS_PER_S = 2_000
 WINDOW = "10s"
 JOIN_WITHIN = "2s"
 SUPPRESS_TTL = "60s"
+POLL_S = 0.05  # how often run_job looks for the first batch's report (its CPU reading's lag)
 VALUE_SCHEMA = "ts BIGINT, id STRING, customer STRING, amount DOUBLE, currency STRING, note STRING"
 # What the CLI sets for a job (spark_consumer.session defaults); the bench session differs.
 JOB_CONF = {
@@ -102,8 +110,10 @@ def orders_and_payments(
     return events
 
 
-def job_args(job: str, bootstrap: str, topic: str, out: str, orders: str, payments: str) -> list[str]:
-    """The ``timesync-spark`` command line of one measured job."""
+def job_args(
+    job: str, bootstrap: str, topic: str, out: str, orders: str, payments: str, ttl: str = SUPPRESS_TTL
+) -> list[str]:
+    """The ``timesync-spark`` command line of one measured job (``ttl``: suppress's)."""
     common = [
         "--bootstrap-servers", bootstrap, "--topic", topic, "--output-topic", out,
         "--value-schema", VALUE_SCHEMA, "--trigger", "available-now",
@@ -113,7 +123,7 @@ def job_args(job: str, bootstrap: str, topic: str, out: str, orders: str, paymen
     if job == "join":
         return ["join", *common, "--left", orders, "--right", payments, "--within", JOIN_WITHIN,
                 "--key-field", "id"]  # fmt: skip
-    return ["suppress", *common, "--size", WINDOW, "--ttl", SUPPRESS_TTL]
+    return ["suppress", *common, "--size", WINDOW, "--ttl", ttl]
 
 
 def _offsets(value: Any) -> dict[str, dict[str, int]]:
@@ -160,8 +170,39 @@ def rate(progress: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run_job(spark: Any, args: list[str], checkpoint: Path, per_batch: int) -> dict[str, Any]:
-    """Run one job to the end of its input (blocking); its rate figures and wall time."""
+def first_data_batch_done(progress: list[dict[str, Any]]) -> bool:
+    """Whether a data batch has reported (the first one: start-up, left out of the CPU figure)."""
+    return any(_topic_records(b) for b in progress)
+
+
+def cpu_per_record(before: float | None, after: float | None, records: int | None) -> dict[str, Any]:
+    """CPU of the Spark JVM and its Python workers over the batches after the first, per record
+    of those batches; ``None`` when either reading or the records are missing."""
+    if before is None or after is None or not records:
+        return {"cpu_s_after_first_batch": None, "cpu_us_per_record": None}
+    return {
+        "cpu_s_after_first_batch": round(after - before, 2),
+        "cpu_us_per_record": round((after - before) * 1e6 / records, 2),
+    }
+
+
+def jvm_pid(spark: Any) -> int | None:
+    """The pid of the JVM behind ``spark``: the process py4j started, else this process's child
+    running ``SparkSubmit``; ``None`` when neither is found (an attached JVM: no CPU figure)."""
+    process = getattr(getattr(spark.sparkContext, "_gateway", None), "java_process", None)
+    pid = getattr(process, "pid", None)
+    return int(pid) if pid else proc_cpu.spark_jvm_child()
+
+
+def run_job(
+    spark: Any,
+    args: list[str],
+    checkpoint: Path,
+    per_batch: int,
+    more: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Run one job to the end of its input (blocking); its rate figures and wall time, and what
+    ``more`` reads off the query's progress reports."""
     from spark_consumer import cli, sinks
 
     plan = cli.Plan(cli.build_parser().parse_args([*args, "--checkpoint", str(checkpoint),
@@ -172,12 +213,23 @@ def run_job(spark: Any, args: list[str], checkpoint: Path, per_batch: int) -> di
     try:
         started = time.monotonic()
         query = sinks.start(cli.job_output(plan, spark), plan.sink)
-        query.awaitTermination()
+        pid = jvm_pid(spark)
+        cpu_at_first: float | None = None
+        # Poll rather than block: the JVM's CPU is read once the first data batch has reported.
+        while query.isActive:
+            if cpu_at_first is None and pid is not None and first_data_batch_done(list(query.recentProgress)):
+                cpu_at_first = proc_cpu.tree_cpu_s(pid)
+            time.sleep(POLL_S)
+        query.awaitTermination()  # ended: raises what the query failed with, as before
+        cpu_at_end = proc_cpu.tree_cpu_s(pid) if pid is not None else None
         wall = time.monotonic() - started
         error = query.exception()
         if error is not None:
             raise RuntimeError(f"spark {plan.job}: {error}")
-        return {**rate(list(query.recentProgress)), "wall_s": round(wall, 1)}
+        progress: list[dict[str, Any]] = list(query.recentProgress)
+        r = {**rate(progress), **(more(progress) if more else {})}
+        return {**r, **cpu_per_record(cpu_at_first, cpu_at_end, r.get("records_after_first_batch")),
+                "wall_s": round(wall, 1)}  # fmt: skip
     finally:
         for key, value in previous.items():
             if value is None:

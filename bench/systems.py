@@ -36,6 +36,9 @@ from testkit.sidecar_process import SidecarProcess
 
 Kind = Literal["passthrough", "timesync", "kafka-streams", "rdkafka-copy", "optimum"]
 IDLE_VALUES = ("-1", "0", "100", "1000", "max")
+#: timesync's settings in the live phase: the fixed ones of :data:`IDLE_VALUES`, 500 and 2000 ms
+#: beside them, and ``auto`` (learnt per partition; bench.idle_auto compares it with the others).
+LIVE_TIMESYNC_IDLES = ("-1", "0", "100", "500", "1000", "2000", "max", "auto")
 READY_TIMEOUT_S = 60.0
 
 #: Kafka Streams' throughput tuning as a user would write it (the issue's "tuned" peer).

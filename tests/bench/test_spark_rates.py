@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from bench.spark_rates import job_args, orders_and_payments, rate
+from bench.goals import suppress_goals
+from bench.proc_cpu import spark_jvm_child, stat_cpu_ticks
+from bench.spark_rates import cpu_per_record, first_data_batch_done, job_args, orders_and_payments, rate
 
 
 def batch(batch_id: int, records: int, ms: int, sides: int = 1, end: int | None = None) -> dict[str, Any]:
@@ -96,3 +99,55 @@ def test_every_job_is_the_cli_command_line_a_user_would_run() -> None:
         assert plan.job == job
         assert plan.sink.kind == "kafka"
         assert plan.sink.trigger == "available-now"
+
+
+def test_cpu_per_record_is_the_jvm_cpu_after_the_first_batch_over_those_records() -> None:
+    assert cpu_per_record(10.0, 14.0, 2_000_000) == {"cpu_s_after_first_batch": 4.0, "cpu_us_per_record": 2.0}
+
+
+def test_no_cpu_reading_or_no_records_gives_no_cpu_figure() -> None:
+    none = {"cpu_s_after_first_batch": None, "cpu_us_per_record": None}
+    assert cpu_per_record(None, 14.0, 1000) == none
+    assert cpu_per_record(10.0, 14.0, 0) == none
+
+
+def test_the_first_data_batch_is_done_once_a_batch_with_records_has_reported() -> None:
+    assert not first_data_batch_done([])
+    assert not first_data_batch_done([{"batchId": 0, "numInputRows": 0, "sources": [], "durationMs": {}}])
+    assert first_data_batch_done([batch(0, 1000, 9000)])
+
+
+def test_suppress_goals_compare_rate_and_cpu_with_aggregate() -> None:
+    jobs = {
+        "aggregate": {"records_per_s": 100_000, "cpu_us_per_record": 10.0},
+        "suppress": {"records_per_s": 60_000, "cpu_us_per_record": 19.0},
+    }
+    goals = suppress_goals({"jobs": jobs})
+    rate_goal, cpu_goal = goals["spark_suppress_rate_vs_aggregate"], goals["spark_suppress_cpu_vs_aggregate"]
+    assert (rate_goal["ratio"], rate_goal["met"]) == (0.6, False)
+    assert (cpu_goal["ratio"], cpu_goal["met"]) == (1.9, True)
+
+
+def test_suppress_goals_without_figures_are_not_judged() -> None:
+    g = suppress_goals(None)
+    assert g["spark_suppress_rate_vs_aggregate"]["met"] is None
+    assert g["spark_suppress_cpu_vs_aggregate"]["met"] is None
+
+
+def test_a_proc_stat_line_sums_user_system_and_reaped_children_ticks() -> None:
+    # comm with spaces and parentheses; utime 100, stime 20, cutime 3, cstime 4
+    assert stat_cpu_ticks("1234 (we ird) (x)) S 1 2 3 4 5 6 7 8 9 10 100 20 3 4 20 0 1 0") == 127
+
+
+def test_the_spark_jvm_is_the_child_running_spark_submit_not_any_java(tmp_path: Path) -> None:
+    for pid, cmd in (
+        (10, b"java\0kafka.Kafka\0"),
+        (11, b"java\0org.apache.spark.deploy.SparkSubmit\0pyspark-shell\0"),
+    ):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cmdline").write_bytes(cmd)
+    (tmp_path / "1" / "task" / "1").mkdir(parents=True)
+    (tmp_path / "1" / "task" / "1" / "children").write_text("10 11")
+    assert spark_jvm_child(1, tmp_path) == 11
+    (tmp_path / "1" / "task" / "1" / "children").write_text("10")
+    assert spark_jvm_child(1, tmp_path) is None
