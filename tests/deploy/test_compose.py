@@ -156,7 +156,7 @@ async def test_demo_producer_writes_a_fast_and_a_slow_topic(
 
 def test_every_published_port_is_bound_to_this_host_only() -> None:
     published = [(name, port) for name, svc in compose()["services"].items() for port in svc.get("ports", [])]
-    assert {name for name, _ in published} == {"kafka", "timesync", "spark"}
+    assert {name for name, _ in published} == {"kafka", "timesync", "spark", "schema-registry"}
     for name, port in published:
         assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} on every interface"
 

@@ -76,6 +76,9 @@ async def test_every_dashboard_query_returns_the_series_its_panel_shows(
         errors_deadletterqueue_topic_name=dlq,
         errors_deadletterqueue_max_ratio=1.0,
         late_records="drop",
+        # auto: the learnt-idle gauge is exported only then, and its panel is checked like any other.
+        max_task_idle_ms="auto",
+        max_task_idle_budget_ms=200,
     )
     instance = f"127.0.0.1:{process.http_port}"
 
@@ -123,6 +126,7 @@ async def until_scraped(prom: Prometheus, records: int, timeout_s: float = 30.0)
         f'count_over_time(timesync_records_in_total{{job="{JOB}"}}[{RATE_INTERVAL}]) >= 3',
         f'timesync_watermark_seconds{{job="{JOB}"}}',
         f'timesync_consumer_lag{{job="{JOB}"}}',
+        f'timesync_partition_idle_seconds{{job="{JOB}"}}',
         f'count(timesync_dropped_records_total{{job="{JOB}"}}) >= 2',
     ]
     deadline = time.monotonic() + timeout_s

@@ -40,7 +40,7 @@ def test_a_bad_value_exits_2_with_one_line_naming_the_key() -> None:
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
         "timesync-sidecar: config error: max.task.idle.ms = 'soon' (from --set): "
-        "expected -1, 0, a number of milliseconds, or max"
+        "expected -1, 0, a number of milliseconds, max, or auto"
     ]
 
 
