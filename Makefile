@@ -59,14 +59,6 @@ $(STAMP_REGISTRY): deploy/local/registry.py
 
 registry: $(STAMP_REGISTRY)
 
-# Apicurio Registry (Schema Registry with Confluent's API) for the avro:/protobuf: tests: its
-# tar.gz (~158 MB) is fetched once with mvn into .cache/registry and unpacked there.
-$(STAMP_REGISTRY): deploy/local/registry.py
-	$(PYTHON) deploy/local/registry.py fetch
-	@touch $@
-
-registry: $(STAMP_REGISTRY)
-
 # Prometheus and promtool (Debian's `prometheus` package, 2.42): the alert rules' checks and the
 # test that scrapes a running sidecar and runs the dashboard's queries. Installed with apt-get
 # when missing and we are root; where that cannot be done the recipe says so and succeeds, and
