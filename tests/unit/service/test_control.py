@@ -15,6 +15,7 @@ from sidecar.service.http import guarded, make_app
 from sidecar.service.supervisor import Supervisor
 from tests.fakes.kafka import FakeCluster
 
+from .control_doubles import Recorder, Transport, call
 from .harness import OUT, config, sidecar, sources
 
 
@@ -141,35 +142,6 @@ async def test_offsets_name_each_input_partition_with_its_committed_offset_end_a
         await running
 
 
-class Recorder:
-    """Stands in for the supervisor behind the acting endpoints."""
-
-    def __init__(self, token: str = "") -> None:
-        self.calls: list[str] = []
-        self.config = config(http_auth_token=token) if token else config()
-
-    def pause(self) -> None:
-        self.calls.append("pause")
-
-    def resume(self) -> None:
-        self.calls.append("resume")
-
-    def request_restart(self) -> bool:
-        self.calls.append("restart")
-        return True
-
-    def state_name(self) -> str:
-        return "RUNNING"
-
-
-async def call(recorder: Recorder, method: str, path: str, **headers: str) -> tuple[int, Any]:
-    app = make_app(recorder)  # type: ignore[arg-type]
-    async with TestClient(TestServer(app, host="127.0.0.1")) as client:
-        response = await client.request(method, path, headers=headers)
-        body = await response.json() if response.content_type == "application/json" else None
-        return response.status, body
-
-
 async def test_without_a_token_the_acting_endpoints_answer_on_loopback() -> None:
     r = Recorder()
     assert (await call(r, "PUT", "/pause"))[0] == 202
@@ -185,24 +157,13 @@ async def test_without_a_token_a_caller_off_loopback_is_refused_with_403() -> No
         called.append(True)
         return web.Response(status=202)
 
-    remote = make_mocked_request("PUT", "/pause", transport=_Transport("10.1.2.3"))
+    remote = make_mocked_request("PUT", "/pause", transport=Transport("10.1.2.3"))
     response = await guarded("", handler)(remote)
     assert response.status == 403
     assert called == []
     assert b"only on loopback unless http.auth.token is set" in response.body  # type: ignore[attr-defined]
-    local = make_mocked_request("PUT", "/pause", headers={"Host": "[::1]:8080"}, transport=_Transport("::1"))
+    local = make_mocked_request("PUT", "/pause", headers={"Host": "[::1]:8080"}, transport=Transport("::1"))
     assert (await guarded("", handler)(local)).status == 202
-
-
-class _Transport:
-    def __init__(self, host: str) -> None:
-        self.host = host
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return (self.host, 40000) if name == "peername" else default
-
-    def is_closing(self) -> bool:
-        return False
 
 
 async def test_with_a_token_every_call_needs_it_and_a_wrong_one_is_403() -> None:

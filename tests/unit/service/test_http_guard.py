@@ -5,71 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
+from aiohttp.test_utils import TestServer, make_mocked_request
 
 from sidecar.service.http import make_app
 from sidecar.service.http_guard import guarded, host_name
 
-from .harness import config
-
-
-class _Health:
-    def status(self) -> tuple[str, str]:
-        return "healthy", "running"
-
-
-class Recorder:
-    """Stands in for the supervisor behind the endpoints."""
-
-    health = _Health()
-
-    def __init__(self, token: str = "", host: str = "127.0.0.1") -> None:
-        self.calls: list[str] = []
-        keys: dict[str, object] = {"http_host": host, "http_port": 0}
-        if token:
-            keys["http_auth_token"] = token
-        self.config = config(**keys)
-        self.offsets_asked = 0
-
-    def pause(self) -> None:
-        self.calls.append("pause")
-
-    def resume(self) -> None:
-        self.calls.append("resume")
-
-    def request_restart(self) -> bool:
-        self.calls.append("restart")
-        return True
-
-    def state_name(self) -> str:
-        return "RUNNING"
-
-    async def offsets(self) -> dict[str, Any]:
-        self.offsets_asked += 1
-        await asyncio.sleep(0)
-        return {"group": "g", "offsets": []}
-
-
-async def call(recorder: Recorder, method: str, path: str, **headers: str) -> tuple[int, Any]:
-    async with TestClient(TestServer(make_app(recorder), host="127.0.0.1")) as client:  # type: ignore[arg-type]
-        response = await client.request(method, path, headers=headers)
-        body = await response.json() if response.content_type == "application/json" else None
-        return response.status, body
-
-
-class _Transport:
-    def __init__(self, host: str) -> None:
-        self.host = host
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return (self.host, 40000) if name == "peername" else default
-
-    def is_closing(self) -> bool:
-        return False
+from .control_doubles import Recorder, Transport, call
 
 
 async def _ok(_: web.Request) -> web.Response:
@@ -77,7 +21,7 @@ async def _ok(_: web.Request) -> web.Response:
 
 
 def mocked(peer: str, **headers: str) -> web.Request:
-    return make_mocked_request("PUT", "/pause", headers=headers, transport=_Transport(peer))
+    return make_mocked_request("PUT", "/pause", headers=headers, transport=Transport(peer))
 
 
 # -- finding 1: bound off loopback, loopback proves nothing ------------------------------------------
