@@ -8,9 +8,7 @@ included, so the set alone describes the message (Google's well-known types, suc
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 
 from spark_consumer.options import UsageError
 
@@ -20,49 +18,18 @@ class ProtoCompileError(UsageError):
 
 
 def compile_descriptor_set(main: str, files: Mapping[str, str]) -> bytes:
-    """Compile ``files[main]`` (``files``: import name → .proto text) into a ``FileDescriptorSet``."""
-    import grpc_tools
-    from grpc_tools import protoc
+    """Compile ``files[main]`` (``files``: import name → .proto text) into a ``FileDescriptorSet``,
+    with the sidecar's compiler (:func:`sidecar.registry.protoc.compile_files`)."""
+    from sidecar.formats.avro import SchemaError
+    from sidecar.registry.protoc import ProtocFailed, compile_files
 
-    includes = Path(grpc_tools.__file__).resolve().parent / "_proto"
-    with tempfile.TemporaryDirectory(prefix="timesync-proto-") as tmp:
-        root = Path(tmp)
-        for name, text in files.items():
-            path = root / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        out = root / "descriptors.pb"
-        errors = root / "errors.txt"
-        code = _run_protoc(
-            protoc,
-            [
-                "protoc",
-                f"-I{root}",
-                f"-I{includes}",
-                "--include_imports",
-                f"--descriptor_set_out={out}",
-                main,
-            ],
-            errors,
-        )
-        if code != 0 or not out.is_file():
-            detail = errors.read_text(errors="replace").strip().splitlines() if errors.is_file() else []
-            first = detail[0].replace(f"{root}/", "") if detail else f"protoc exit status {code}"
-            raise ProtoCompileError(f"the registry's Protobuf schema {main!r} does not compile: {first}")
-        return out.read_bytes()
-
-
-def _run_protoc(protoc: object, argv: list[str], errors: Path) -> int:
-    """Run protoc in-process with its stderr (file descriptor 2) sent to ``errors``."""
-    import os
-
-    saved = os.dup(2)
     try:
-        with errors.open("wb") as sink:
-            os.dup2(sink.fileno(), 2)
-            try:
-                return int(protoc.main(argv))  # type: ignore[attr-defined]
-            finally:
-                os.dup2(saved, 2)
-    finally:
-        os.close(saved)
+        return compile_files(main, files)
+    except SchemaError as e:  # a reference name that would leave the temporary folder
+        raise ProtoCompileError(f"the registry's Protobuf schema {main!r}: {e}") from None
+    except ProtocFailed as e:
+        lines = e.details.splitlines()
+        first = lines[0] if lines else f"protoc exit status {e.code}"
+        raise ProtoCompileError(
+            f"the registry's Protobuf schema {main!r} does not compile: {first}"
+        ) from None

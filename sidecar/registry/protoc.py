@@ -23,40 +23,62 @@ from sidecar.formats.avro import SchemaError
 MAIN_NAME = "timesync_schema.proto"
 
 
-def compile_proto(text: str, references: Mapping[str, str]) -> bytes:
-    """The ``FileDescriptorSet`` (with every import) of the schema ``text``, whose imports are
-    the ``references`` (import name → text) or well-known types; the schema is file
-    ``MAIN_NAME``. :class:`SchemaError` with protoc's message when it does not compile."""
-    from grpc_tools import protoc  # ~30 ms to import; only sidecars reading Protobuf pay it
+class ProtocFailed(Exception):
+    """protoc refused the files: ``details`` is what it wrote to stderr (temporary paths removed),
+    ``code`` its exit status."""
+
+    def __init__(self, code: int, details: str) -> None:
+        super().__init__(details or f"protoc exit {code}")
+        self.code = code
+        self.details = details
+
+
+def compile_files(main: str, files: Mapping[str, str]) -> bytes:
+    """The ``FileDescriptorSet`` (with every import) of ``files[main]``; ``files`` maps import
+    names to ``.proto`` text, and the well-known types need no entry. A name that is absolute or
+    climbs out (``..``) is refused with :class:`SchemaError` before anything is written; a schema
+    protoc refuses raises :class:`ProtocFailed`. Shared by the sidecar and the Spark job."""
+    from grpc_tools import protoc  # ~30 ms to import; only users of Protobuf values pay it
 
     well_known = str(importlib.resources.files("grpc_tools") / "_proto")
     with tempfile.TemporaryDirectory(prefix="timesync-proto-") as tmp:
         root = Path(tmp)
-        for name, body in {**references, MAIN_NAME: text}.items():
+        src = root / "src"
+        for name, body in files.items():
             rel = PurePosixPath(name)
             if rel.is_absolute() or ".." in rel.parts:
                 raise SchemaError(f"reference name {name!r} is not a relative path")
-            target = root / "src" / rel
+            target = src / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(body)
+            target.write_text(body, encoding="utf-8")
         out = root / "set.pb"
         errors = root / "errors.txt"
         args = [
             "protoc",
-            f"-I{root / 'src'}",
+            f"-I{src}",
             f"-I{well_known}",
             "--include_imports",
             f"--descriptor_set_out={out}",
-            MAIN_NAME,
+            main,
         ]
         code = _run_quietly(protoc.main, args, errors)
         if code != 0 or not out.is_file():
-            text = (
-                errors.read_text(errors="replace").replace(f"{root / 'src'}/", "") if errors.exists() else ""
-            )
-            message = " ".join(text.split())[:300]
-            raise SchemaError(f"the Protobuf schema does not compile: {message or f'protoc exit {code}'}")
+            details = errors.read_text(errors="replace").replace(f"{src}/", "") if errors.exists() else ""
+            raise ProtocFailed(code, details.strip())
         return out.read_bytes()
+
+
+def compile_proto(text: str, references: Mapping[str, str]) -> bytes:
+    """The ``FileDescriptorSet`` (with every import) of the schema ``text``, whose imports are
+    the ``references`` (import name → text) or well-known types; the schema is file
+    ``MAIN_NAME``. :class:`SchemaError` with protoc's message when it does not compile."""
+    try:
+        return compile_files(MAIN_NAME, {**references, MAIN_NAME: text})
+    except ProtocFailed as e:
+        message = " ".join(e.details.split())[:300]
+        raise SchemaError(
+            f"the Protobuf schema does not compile: {message or f'protoc exit {e.code}'}"
+        ) from None
 
 
 def _run_quietly(main: object, args: list[str], errors: Path) -> int:
