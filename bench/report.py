@@ -244,6 +244,7 @@ def spark_jobs_section(sj: dict[str, Any]) -> list[str]:
             f"| {job} | {fmt(r['records_per_s'])} | {fmt(r.get('cpu_us_per_record'))} "
             f"| {fmt(r['first_batch_s'])} | {fmt(r['wall_s'])} | {fmt(r['micro_batches'])} |"
         )
+    lines += ["", *time_split_table(sj["jobs"])]
     kr = sj.get("suppress_keys_remembered")
     if kr:
         lines += [
@@ -254,6 +255,36 @@ def spark_jobs_section(sj: dict[str, Any]) -> list[str]:
             f"suppress figure above); state rows written per batch: median "
             f"{fmt(kr['state_rows_updated_median'])} over {len(kr['state_rows_updated_per_batch'])} batches.",
         ]
+    return lines
+
+
+def time_split_table(jobs: dict[str, Any]) -> list[str]:
+    """Where each job's batches after the first spent their time (``bench.spark_rates.time_split``):
+    the plan's execution against the fixed costs every batch pays, whatever its size."""
+    lines = [
+        "Where those batches spent their time (ms per batch, mean): `addBatch` is the plan's "
+        "execution (read, shuffle, state, sink); the fixed costs are paid by every batch whatever its "
+        "size (offsets, planning, the offset and commit logs); state = the stateful operators' "
+        "updates, removals and commit, task time summed over the shuffle partitions.",
+        "",
+        "| job | batch ms | addBatch | fixed: offsets | planning | offset & commit logs | other | "
+        "state updates | removals | commit |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for job, r in jobs.items():
+        split = r.get("time_split_ms")
+        if not split or not split.get("batches"):
+            continue
+        n = split["batches"]
+
+        def per(*parts: str, n: int = n, split: dict[str, int] = split) -> str:
+            return fmt(round(sum(split.get(p, 0) for p in parts) / n))
+
+        lines.append(
+            f"| {job} | {per('trigger_execution')} | {per('addBatch')} | {per('latestOffset', 'getBatch')} "
+            f"| {per('queryPlanning')} | {per('walCommit', 'commitOffsets')} | {per('other')} "
+            f"| {per('state_updates')} | {per('state_removals')} | {per('state_commit')} |"
+        )
     return lines
 
 

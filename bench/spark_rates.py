@@ -167,7 +167,32 @@ def rate(progress: list[dict[str, Any]]) -> dict[str, Any]:
         "records": sum(_topic_records(b) for b in data),
         "records_after_first_batch": rows,
         "seconds_after_first_batch": round(ms / 1000, 2),
+        "time_split_ms": time_split(later),
     }
+
+
+#: ``durationMs`` parts of a micro-batch outside the plan's execution (``addBatch``): fixed costs
+#: per batch, whatever its size — finding the offsets, planning, the offset and commit logs.
+BATCH_OVERHEAD = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "commitOffsets")
+
+
+def time_split(batches: list[dict[str, Any]]) -> dict[str, int]:
+    """Where ``batches`` spent their ``triggerExecution``, summed over them (ms): ``addBatch`` (the
+    plan's execution: read, shuffle, state, sink), each :data:`BATCH_OVERHEAD` part, ``other`` (the
+    rest); and, apart, the state operators' own time summed over their tasks (``state_updates``,
+    ``state_removals``, ``state_commit``: task time, inside ``addBatch``, and with two tasks at
+    once it can exceed it) and ``batches``, how many were summed."""
+    total = sum(int(b["durationMs"].get("triggerExecution", 0)) for b in batches)
+    parts = ("addBatch", *BATCH_OVERHEAD)
+    split = {part: sum(int(b["durationMs"].get(part, 0)) for b in batches) for part in parts}
+    split["other"] = max(0, total - sum(split.values()))
+    operators = [op for b in batches for op in b.get("stateOperators") or []]
+    for name, key in (("state_updates", "allUpdatesTimeMs"), ("state_removals", "allRemovalsTimeMs"),
+                      ("state_commit", "commitTimeMs")):  # fmt: skip
+        split[name] = sum(int(op.get(key) or 0) for op in operators)
+    split["batches"] = len(batches)
+    split["trigger_execution"] = total
+    return split
 
 
 def first_data_batch_done(progress: list[dict[str, Any]]) -> bool:

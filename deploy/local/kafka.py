@@ -194,12 +194,26 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # A zombie child still answers kill(0); reap it if it is ours.
-    with contextlib.suppress(ChildProcessError):
+    # A zombie still answers kill(0); reap it if it is ours.
+    try:
         done, _ = os.waitpid(pid, os.WNOHANG)
-        if done == pid:
-            return False
-    return True
+    except ChildProcessError:
+        # Another process's child (a node this command stops that another process started): its
+        # zombie has ended all the same, and waiting for it to vanish would wait on its parent.
+        return not _zombie(pid)
+    return done != pid
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited, every thread of it, and awaits its parent's wait (Linux
+    ``/proc``; False elsewhere). The leader of a JVM shows ``Z`` while its other threads still
+    exit and hold its sockets: only once it is the last thread left has it let go of its ports."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] == ["Z"] and threads == [str(pid)]
 
 
 def _terminate(pid: int, timeout_s: float) -> None:

@@ -84,6 +84,7 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
         assert r["records"] == rates["records"], f"spark {job} read {r['records']} of {rates['records']}"
         assert r["micro_batches"] >= 2
         assert r["records_per_s"] is not None
+        assert r["time_split_ms"]["batches"] >= 1, f"spark {job}: no batch after the first was split"
 
     plots = [quick_run / f"latency-disorder-{w['name']}.png" for w in results["workloads"]]
     plots += [quick_run / "throughput.png", quick_run / "latency-cdf.png"]
@@ -100,6 +101,7 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
         "## Cost curves",
         "## Spark",
         "## Spark jobs: records/s",
+        "Where those batches spent their time",
         *(f"## {w['name']}" for w in results["workloads"]),
     ):
         assert heading in report

@@ -57,6 +57,27 @@ def test_progress_reports_out_of_order_are_read_by_batch_id() -> None:
     assert r["records_per_s"] == 2000
 
 
+def test_the_time_split_sums_the_batches_after_the_first_and_keeps_state_time_apart() -> None:
+    """Execution against the fixed per-batch costs; what Spark did not name is ``other``; the
+    state operators' task time is reported beside, not subtracted (it lies inside addBatch)."""
+    first, second, third = batch(0, 1000, 9000), batch(1, 1000, 500), batch(2, 1000, 700)
+    first["durationMs"].update(addBatch=8000, queryPlanning=900)
+    for b, (add, offsets, wal, commit) in ((second, (300, 20, 40, 30)), (third, (500, 30, 60, 40))):
+        parts = {"addBatch": add, "latestOffset": offsets, "walCommit": wal, "commitOffsets": commit}
+        b["durationMs"].update(parts, queryPlanning=50)
+    second["stateOperators"] = [{"allUpdatesTimeMs": 120, "allRemovalsTimeMs": 10, "commitTimeMs": 30}]
+    third["stateOperators"] = [
+        {"allUpdatesTimeMs": 200, "allRemovalsTimeMs": 0, "commitTimeMs": 25},
+        {"allUpdatesTimeMs": 100, "commitTimeMs": 5},  # a second stateful operator (a join's side)
+    ]
+    split = rate([first, second, third])["time_split_ms"]
+    assert split == {
+        "addBatch": 800, "latestOffset": 50, "getBatch": 0, "queryPlanning": 100, "walCommit": 100,
+        "commitOffsets": 70, "other": 80, "state_updates": 420, "state_removals": 10,
+        "state_commit": 60, "batches": 2, "trigger_execution": 1200,
+    }  # fmt: skip
+
+
 def test_a_single_batch_or_no_data_gives_no_rate_rather_than_a_made_up_one() -> None:
     assert rate([batch(0, 1000, 9000)])["records_per_s"] is None
     assert rate([{"batchId": 0, "numInputRows": 0, "sources": [], "durationMs": {}}]) == {

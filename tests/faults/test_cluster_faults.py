@@ -1,5 +1,6 @@
 """What a three-broker cluster does every week, under running sidecars: leaders move, brokers
-restart one at a time or crash, the whole cluster goes away and comes back.
+restart one at a time or crash, the whole cluster goes away and comes back; and the local
+launcher's command line does the same to a node of it.
 
 Each test runs two sidecars side by side, one per ``processing.guarantee``, each on its own
 topics (replication 3, ``min.insync.replicas=2``) with a live writer, and plays its faults
@@ -19,11 +20,19 @@ went degraded; the full outages assert degraded during every outage.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from sidecar.kafka.admin import TopicSpec
+from testkit.kafka_io import create_topics, produce, read_topics
+from testkit.local_broker import load_launcher
+from testkit.workloads import Event
+from tests.unit.test_local_kafka_launcher import run_launcher
 
 from .conftest import Size
 from .scenario import failures, play
@@ -109,3 +118,40 @@ async def test_full_outages_of_the_three_broker_cluster(
         )
         == []
     )
+
+
+async def test_the_launchers_command_line_stops_kills_and_starts_nodes_of_a_running_cluster(
+    cluster3: Any, topic_name: Callable[[str], str], tmp_path: Path
+) -> None:
+    """``kafka.py stop|kill|start --node ID`` and ``status`` on the cluster ``start --nodes 3``
+    recorded: a record written with acks=all while node 2 is stopped and node 3 is killed in turn
+    is readable, and every node comes back on its own port. (The package's cluster, recorded as
+    ``start --nodes`` records it; the nodes the command line restarts are handed back to it.)"""
+    launcher = load_launcher()
+    state = tmp_path / "state.json"
+    # Nodes the command line starts must outlive it: not tied to the process that spawned them.
+    launcher._save_cluster(state, dataclasses.replace(cluster3, die_with_parent=False))
+    topic = topic_name("replicated")
+    try:
+        await create_topics(cluster3.bootstrap, [TopicSpec(topic, replication=REPLICATION)])
+        assert run_launcher("--state", str(state), "stop", "--node", "2").returncode == 0
+        await produce(cluster3.bootstrap, [Event(topic, 0, 1, b"k", b"one", 0)])
+        started = run_launcher("--state", str(state), "start", "--node", "2")
+        assert started.returncode == 0, started.stderr
+        assert run_launcher("--state", str(state), "kill", "--node", "3").returncode == 0
+        status = run_launcher("--state", str(state), "status")
+        assert status.returncode == 0
+        assert status.stdout.splitlines()[0] == cluster3.bootstrap
+        assert [line.split()[-1] for line in status.stdout.splitlines()[1:]] == ["up", "up", "down"]
+        await produce(cluster3.bootstrap, [Event(topic, 0, 2, b"k", b"two", 0)])
+        started = run_launcher("--state", str(state), "start", "--node", "3")
+        assert started.returncode == 0, started.stderr
+        records = await read_topics(cluster3.bootstrap, [topic], expected=2, timeout_s=30)
+        assert [r.value for r in records] == [b"one", b"two"]
+    finally:
+        recorded = launcher._load_cluster(state)
+        for node in cluster3.nodes:
+            node.pid = recorded.node(node.node_id).pid if recorded else node.pid
+            if not node.alive():  # spawned from this thread: the nodes die with their spawner's
+                cluster3.spawn_node(node.node_id)
+                await asyncio.to_thread(cluster3.wait_ready, [node.node_id])

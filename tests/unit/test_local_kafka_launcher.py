@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,58 @@ def test_a_cluster_node_id_it_does_not_have_is_named_with_the_ones_it_has() -> N
     assert cluster.bootstrap == "127.0.0.1:9001,127.0.0.1:9002,127.0.0.1:9003"
     with pytest.raises(launcher.LauncherError, match=r"no node 4 \(its nodes: 1, 2, 3\)"):
         cluster.kill_node(4)
+
+
+def test_start_nodes_records_the_cluster_prints_its_addresses_and_refuses_a_second_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``start --nodes 3``: the bootstrap of every node alone on the first line, then one line
+    per node; the state records the cluster for the node commands; a second start is refused.
+    (The cluster itself starts for real in tests/faults, whose fault tests and command-line test
+    share it.)"""
+    launcher = load_launcher()
+    state = tmp_path / "state.json"
+    asked: list[int] = []
+
+    def start_cluster(nodes: int, data_dir: object, overrides: object, timeout_s: float) -> object:
+        asked.append(nodes)
+        members = [
+            launcher.Node(i, 9000 + i, 9100 + i, f"{tmp_path}/node-{i}", f"{tmp_path}/log", os.getpid())
+            for i in range(1, nodes + 1)
+        ]
+        return launcher.Cluster(members, str(tmp_path), True)
+
+    monkeypatch.setattr(launcher, "start_cluster", start_cluster)
+    assert launcher.main(["--state", str(state), "start", "--nodes", "3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert asked == [3]
+    assert out == [
+        "127.0.0.1:9001,127.0.0.1:9002,127.0.0.1:9003",
+        "node 1 127.0.0.1:9001 up",
+        "node 2 127.0.0.1:9002 up",
+        "node 3 127.0.0.1:9003 up",
+    ]
+    recorded = launcher._load_cluster(state)
+    assert recorded is not None
+    assert [n.port for n in recorded.nodes] == [9001, 9002, 9003]
+    assert launcher.main(["--state", str(state), "start", "--nodes", "3"]) == 1
+    assert "a broker or cluster started from here is running" in capsys.readouterr().err
+    assert asked == [3]
+
+
+def test_a_zombie_node_counts_as_ended_for_a_command_that_is_not_its_parent() -> None:
+    """A node this command stops may have been started by another process that has not reaped it
+    yet; its zombie still answers kill(0), and must not be waited for."""
+    launcher = load_launcher()
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        # Ended but not reaped: a zombie. Through /proc, as a process that is not its parent sees it.
+        for _ in range(200):
+            if launcher._zombie(child.pid):
+                break
+            time.sleep(0.01)
+        assert launcher._zombie(child.pid)
+        assert not launcher._zombie(os.getpid())
+    finally:
+        child.wait()
+    assert not launcher._zombie(child.pid), "a reaped process is no zombie: it is gone"
