@@ -4,6 +4,7 @@ python -m bench run [--quick] [--out DIR] [--seed N] [--workloads a,b] [--no-spa
 python -m bench core [--records N] [--quick] [--out DIR]
 python -m bench extractors [--records N] [--repeats N] [--out DIR]
 python -m bench readme [--results results/results.json] [--pending]
+python -m bench ab --baseline REV [--records N] [--rounds N] [--out DIR]
 """
 
 from __future__ import annotations
@@ -52,6 +53,34 @@ def run_bench(
     return 0
 
 
+def run_ab(rev: str, records: int, rounds: int, out: Path, parser: argparse.ArgumentParser) -> int:
+    """``bench ab``: prepare the baseline, run both sidecars, write ab.json and ab.md."""
+    import asyncio
+    import logging
+
+    from bench import ab
+    from bench.progress import console
+    from testkit.local_broker import kafka
+
+    if records < 1000 or rounds < 1:
+        parser.error("ab: --records must be at least 1000 and --rounds at least 1")
+    try:
+        baseline = ab.checkout(rev)
+    except ab.BaselineError as e:
+        print(f"bench ab: {e}", file=sys.stderr)
+        return 1
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    out.mkdir(parents=True, exist_ok=True)
+    with kafka() as bootstrap:
+        results = asyncio.run(ab.run(bootstrap, baseline, rev, records, rounds, out))
+    (out / "ab.json").write_text(json.dumps(results, indent=2) + "\n")
+    table = ab.markdown(results)
+    (out / "ab.md").write_text(table)
+    console.print(table)
+    console.print(f"written: {out / 'ab.json'}, {out / 'ab.md'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -80,6 +109,17 @@ def main(argv: list[str] | None = None) -> int:
     ext.add_argument("--records", type=int, default=200_000, help="records per extractor")
     ext.add_argument("--repeats", type=int, default=7, help="passes per extractor (the best counts)")
     ext.add_argument("--out", type=Path, default=Path("results"), help="where extractors.json and .md go")
+    ab = sub.add_parser(
+        "ab",
+        help="this checkout's sidecar against another revision's, alternating in one run (throughput)",
+        description="Before/after: the throughput phase's timesync settings, this checkout's sidecar and "
+        "REV's (its tree and venv prepared once in .cache/bench-ab/), draining the same backlogs in "
+        "alternating rounds on one broker. Writes ab.json and ab.md. See bench/README.md.",
+    )
+    ab.add_argument("--baseline", required=True, metavar="REV", help="the revision to compare with")
+    ab.add_argument("--records", type=int, default=1_000_000, help="records per backlog (default 1,000,000)")
+    ab.add_argument("--rounds", type=int, default=3, help="rounds of every setting on both sides (default 3)")
+    ab.add_argument("--out", type=Path, default=Path("results"), help="where ab.json and ab.md go")
     readme = sub.add_parser(
         "readme",
         help="rewrite the generated blocks of README.md, bench/README.md and deploy/README.md",
@@ -130,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
             not args.no_live,
             not args.no_curves,
         )
+
+    if args.command == "ab":
+        return run_ab(args.baseline, args.records, args.rounds, args.out, parser)
 
     if args.command == "extractors":
         from bench import extractors

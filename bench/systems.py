@@ -75,6 +75,9 @@ class SystemSpec:
     lz4_level: int | None = None
     #: kafka-streams only: a key of :data:`KS_PROFILES` (``None``: the benchmark's own settings).
     profile: str | None = None
+    #: timesync only: another checkout of the repository whose sidecar runs (its ``.venv``), named
+    #: in the label as ``@NAME`` — the "before" of a before/after comparison (:mod:`bench.ab`).
+    checkout: Path | None = None
 
     @property
     def label(self) -> str:
@@ -84,12 +87,15 @@ class SystemSpec:
         label = name if self.idle is None else f"{name} idle {self.idle}"
         if self.profile is not None:
             label = f"{label} {self.profile}"
-        return label if self.lz4_level is None else f"{label} lz4 {self.lz4_level}"
+        if self.lz4_level is not None:
+            label = f"{label} lz4 {self.lz4_level}"
+        return label if self.checkout is None else f"{label} @{self.checkout.name}"
 
     @property
     def slug(self) -> str:
         """The label as a topic-name fragment."""
-        return self.label.replace("/", "-").replace(" idle ", "-i").replace("-1", "m1").replace(" ", "-")
+        slug = self.label.replace("/", "-").replace(" idle ", "-i").replace("-1", "m1").replace(" ", "-")
+        return slug.replace("@", "at-")
 
     @property
     def warms_up(self) -> bool:
@@ -112,6 +118,8 @@ class SystemSpec:
         if self.profile is not None:
             commit_ms, config = KS_PROFILES[self.profile]
             out["profile"] = {"name": self.profile, "commit_interval_ms": commit_ms, "config": config}
+        if self.checkout is not None:
+            out["checkout"] = self.checkout.name
         return out if self.lz4_level is None else {**out, "lz4_level": self.lz4_level}
 
 
@@ -311,7 +319,7 @@ async def running(
             await passthrough.stop()
     elif spec.kind == "timesync":
         settings = {**sidecar_settings(spec), "group.id": group}
-        sidecar = SidecarProcess(bootstrap, inputs, output, settings, log_dir=log_dir)
+        sidecar = SidecarProcess(bootstrap, inputs, output, settings, log_dir=log_dir, checkout=spec.checkout)
         await sidecar.start(timeout_s=READY_TIMEOUT_S)
         try:
             yield _ready(spec, sidecar.pid, started, sidecar)

@@ -16,10 +16,16 @@ from typing import Any
 
 
 async def spawn_logged(
-    argv: list[str], log_path: Path, *, stdout: Any = None, env: Mapping[str, str] | None = None
+    argv: list[str],
+    log_path: Path,
+    *,
+    stdout: Any = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> asyncio.subprocess.Process:
-    """Start ``argv`` with stderr — and stdout, unless another target is given — appended to
-    ``log_path``; stdin is closed so a child never waits on a terminal."""
+    """Start ``argv`` (in ``cwd``, default this process's) with stderr — and stdout, unless another
+    target is given — appended to ``log_path``; stdin is closed so a child never waits on a
+    terminal."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "ab")  # noqa: SIM115 - the child holds its own copy of the descriptor
     try:
@@ -29,6 +35,7 @@ async def spawn_logged(
             stderr=log,
             stdin=asyncio.subprocess.DEVNULL,
             env=dict(env) if env is not None else None,
+            cwd=cwd,
         )
     finally:
         log.close()

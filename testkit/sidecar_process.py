@@ -44,7 +44,11 @@ class SidecarProcess:
         settings: Mapping[str, object] | None = None,
         log_dir: str | Path | None = None,
         env: Mapping[str, str] | None = None,
+        checkout: Path | None = None,
     ) -> None:
+        """``checkout``: run the sidecar of another checkout of the repository, by the Python of its
+        ``.venv`` and from its folder (``-m`` puts the working folder first on the path), as the
+        bench's before/after comparison does (``python -m bench ab``); default this one's."""
         self.http_port = free_port()
         self.settings: dict[str, object] = {
             "bootstrap.servers": bootstrap,
@@ -55,6 +59,7 @@ class SidecarProcess:
             **(settings or {}),
         }
         self.env = env
+        self.checkout = checkout
         folder = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="timesync-sidecar-"))
         self.log_path = folder / f"sidecar-{self.http_port}.log"
         self.proc: asyncio.subprocess.Process | None = None
@@ -66,7 +71,8 @@ class SidecarProcess:
         return self.proc.pid
 
     def args(self) -> list[str]:
-        out = [sys.executable, "-m", "sidecar"]
+        python = str(self.checkout / ".venv" / "bin" / "python") if self.checkout else sys.executable
+        out = [python, "-m", "sidecar"]
         for key, value in self.settings.items():
             out += ["--set", f"{key}={value}"]
         return out
@@ -75,7 +81,7 @@ class SidecarProcess:
         """Start; with ``wait="healthy"`` return once ``/healthz`` says 200 (or fail with the log)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("TIMESYNC_")}
         env.update(self.env or {})
-        self.proc = await spawn_logged(self.args(), self.log_path, env=env)
+        self.proc = await spawn_logged(self.args(), self.log_path, env=env, cwd=self.checkout)
         if wait == "healthy":
             await self.wait_healthy(timeout_s)
         return self
