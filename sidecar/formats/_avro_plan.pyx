@@ -9,6 +9,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
 
+from sidecar._zigzag cimport ZIGZAG_OK, ZIGZAG_TRUNCATED, read_zigzag
 from sidecar.formats.avro_plan import PlanError
 
 cdef enum:
@@ -26,21 +27,10 @@ cdef enum:
 
 
 cdef inline Py_ssize_t _varint(const unsigned char* buf, Py_ssize_t n, Py_ssize_t pos, int64_t* out) except -1:
-    cdef uint64_t result = 0
-    cdef int shift = 0
-    cdef unsigned char byte
-    while True:
-        if pos >= n:
-            raise PlanError("body ends inside a varint")
-        byte = buf[pos]
-        pos += 1
-        result |= (<uint64_t>(byte & 0x7F)) << shift
-        if not (byte & 0x80):
-            out[0] = <int64_t>((result >> 1) ^ (-(<int64_t>(result & 1))))
-            return pos
-        shift += 7
-        if shift > 63:
-            raise PlanError("varint longer than 10 bytes")
+    cdef int trouble = read_zigzag(buf, n, &pos, out)
+    if trouble == ZIGZAG_OK:
+        return pos
+    raise PlanError("body ends inside a varint" if trouble == ZIGZAG_TRUNCATED else "varint longer than 10 bytes")
 
 
 cdef inline Py_ssize_t _advance(Py_ssize_t n, Py_ssize_t pos, int64_t size) except -1:

@@ -1,21 +1,19 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """Fetched record batches read in C into light records: no Python frame per record.
 
-Why this exists: aiokafka's consumer turns every fetched record into a ``ConsumerRecord``
-through a Python generator, a Python method and a dataclass ``__init__`` of eleven fields —
-about 1.2 µs per record, more than a third of the sidecar's CPU on small records. Even its C
-decoder builds a ``DefaultRecord`` and a headers list per record on the way. This module
-replaces both:
+Why: aiokafka's consumer turns every fetched record into a ``ConsumerRecord`` through a Python
+generator, a method and a dataclass ``__init__`` of eleven fields (its C decoder builds a
+``DefaultRecord`` and a headers list on the way) — about 1.2 µs per record, over a third of the
+sidecar's CPU on small records. Here instead:
 
 * :class:`FetchedRecord` — the fields the merge reads (:class:`sidecar.core.records.InputRecord`),
   set once in C, read-only;
-* :class:`PartitionReader` — reads one partition's fetched batches the way aiokafka's
-  ``PartitionRecords`` does (same skipping of control batches and aborted transactions, same CRC
-  check, the same ``next_fetch_offset`` after every record), yielding ``FetchedRecord`` s;
-  :meth:`PartitionReader.take` returns up to *n* of them in one C loop. Given the response's
-  bytes it decodes v2 batches itself, straight into ``FetchedRecord`` s (:func:`_decode_v2`,
-  the rules of aiokafka's decoder); batch boundaries, CRCs and old-format batches stay with
-  aiokafka's ``MemoryRecords`` and its batch objects.
+* :class:`PartitionReader` — one partition's fetched batches read as aiokafka's
+  ``PartitionRecords`` reads them (the same skipping of control batches and aborted
+  transactions, CRC check and ``next_fetch_offset``); :meth:`PartitionReader.take` returns up to
+  *n* records in one C loop. v2 batches are decoded here from the response's bytes
+  (:func:`_decode_v2`, aiokafka's decoder's rules); batch boundaries, CRCs and old formats stay
+  with aiokafka's ``MemoryRecords``.
 
 :mod:`sidecar.kafka.fetch_hook` installs it into a consumer (aiokafka 0.14, pinned).
 """
@@ -25,6 +23,8 @@ from cpython.list cimport PyList_AsTuple
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp
+
+from sidecar._zigzag cimport ZIGZAG_OK, ZIGZAG_TRUNCATED, read_zigzag
 
 from aiokafka.codec import gzip_decode, lz4_decode, snappy_decode, zstd_decode
 from aiokafka.errors import CorruptRecordException
@@ -63,11 +63,9 @@ cdef class FetchedRecord:
         if type(other) is not FetchedRecord:
             return NotImplemented
         cdef FetchedRecord o = other
-        return (
-            self.topic == o.topic and self.partition == o.partition and self.offset == o.offset
-            and self.timestamp == o.timestamp and self.timestamp_type == o.timestamp_type
-            and self.key == o.key and self.value == o.value and self.headers == o.headers
-        )
+        return (self.topic, self.partition, self.offset, self.timestamp, self.timestamp_type, self.key,
+                self.value, self.headers) == (o.topic, o.partition, o.offset, o.timestamp, o.timestamp_type,
+                                              o.key, o.value, o.headers)
 
     __hash__ = None
 
@@ -223,18 +221,15 @@ cdef class PartitionReader:
             if at >= 0:
                 self._pending = _decode_v2(self._raw, at, self._topic, self._partition)
                 self._pending_at = 0
-                return batch
             return batch
         return None
 
     cdef Py_ssize_t _follow(self, object batch) except -2:
         """Where ``batch`` starts in the response's bytes if it is a v2 batch decoded here, else -1.
 
-        aiokafka's ``MemoryRecords`` cuts the response into batches front to back, each 12 bytes
-        of offset and length plus its length; the reader follows along. Should the two ever
-        disagree (the base offset read here is not the batch's), it stops decoding itself and
-        leaves the rest of the response to aiokafka's decoder.
-        """
+        The reader follows aiokafka's ``MemoryRecords`` through the response (each batch 12 bytes
+        of offset and length, then its length); should the two disagree (another base offset), it
+        leaves the rest of the response to aiokafka's decoder."""
         cdef bytes raw = self._raw
         if raw is None:
             return -1
@@ -281,20 +276,13 @@ cdef inline int _int32(const unsigned char* p) noexcept nogil:
 
 cdef inline int64_t _varint(const unsigned char* buf, Py_ssize_t end, Py_ssize_t* pos) except? -1:
     """A zigzag varint (Kafka's varint and varlong) at ``pos``, moving ``pos`` past it."""
-    cdef uint64_t value = 0
-    cdef int shift = 0
-    cdef unsigned char b
-    while True:
-        if pos[0] >= end:
-            raise CorruptRecordException("a record runs past the end of its batch")
-        b = buf[pos[0]]
-        pos[0] += 1
-        value |= <uint64_t>(b & 0x7F) << shift
-        if not (b & 0x80):
-            return <int64_t>(value >> 1) ^ -<int64_t>(value & 1)
-        shift += 7
-        if shift > 63:
-            raise CorruptRecordException("a varint longer than 64 bits")
+    cdef int64_t value
+    cdef int trouble = read_zigzag(buf, end, pos, &value)
+    if trouble == ZIGZAG_OK:
+        return value
+    raise CorruptRecordException(
+        "a record runs past the end of its batch" if trouble == ZIGZAG_TRUNCATED else "a varint longer than 64 bits"
+    )
 
 
 cdef object _bytes_at(const unsigned char* buf, Py_ssize_t end, Py_ssize_t* pos, int64_t length):
@@ -350,7 +338,6 @@ cdef list _decode_v2(bytes raw, Py_ssize_t at, object topic, object partition):
     cdef const unsigned char* last_key_ptr = NULL
     cdef object key, value, h_key, h_value, last_key = None
     cdef list out = [], headers
-    cdef FetchedRecord r
     cdef object ts_type = timestamp_type
     for _ in range(count):
         length = _varint(buf, end, &pos)
@@ -385,16 +372,10 @@ cdef list _decode_v2(bytes raw, Py_ssize_t at, object topic, object partition):
                 f"Invalid record size: expected to read {length} bytes in record payload, "
                 f"but instead read {pos - record_start}"
             )
-        r = FetchedRecord.__new__(FetchedRecord)
-        r.topic = topic
-        r.partition = partition
-        r.offset = base_offset + offset_delta
-        r.timestamp = max_ts if timestamp_type else first_ts + ts_delta
-        r.timestamp_type = ts_type
-        r.key = key
-        r.value = value
-        r.headers = PyList_AsTuple(headers)
-        out.append(r)
+        out.append(_record(
+            topic, partition, base_offset + offset_delta, max_ts if timestamp_type else first_ts + ts_delta,
+            ts_type, key, value, headers,
+        ))
     if pos != end:
         raise CorruptRecordException(
             f"{end - pos} bytes left in a batch after its {count} records"

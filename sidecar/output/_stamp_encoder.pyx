@@ -17,6 +17,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
+from sidecar._zigzag cimport put_zigzag, zigzag_size
 from sidecar.core import stamping
 from sidecar.kafka._fetched cimport FetchedRecord
 
@@ -31,29 +32,6 @@ cdef bytes _STREAM_TIME = stamping.STREAM_TIME.encode()
 cdef bytes _LATE = stamping.LATE.encode()
 cdef bytes _ENFORCED = stamping.ENFORCED.encode()
 cdef bytes _FLAG = stamping._FLAG
-
-
-cdef inline uint64_t _zigzag(int64_t v) noexcept nogil:
-    return (<uint64_t>v << 1) ^ <uint64_t>(v >> 63)
-
-
-cdef inline Py_ssize_t _varint_size(int64_t v) noexcept nogil:
-    cdef uint64_t z = _zigzag(v)
-    cdef Py_ssize_t n = 1
-    while z >= 0x80:
-        z >>= 7
-        n += 1
-    return n
-
-
-cdef inline char* _put_varint(char* p, int64_t v) noexcept nogil:
-    cdef uint64_t z = _zigzag(v)
-    while z >= 0x80:
-        p[0] = <char>((z & 0x7F) | 0x80)
-        p += 1
-        z >>= 7
-    p[0] = <char>z
-    return p + 1
 
 
 cdef inline Py_ssize_t _decimal(char* out, int64_t v) noexcept nogil:
@@ -84,11 +62,11 @@ cdef inline Py_ssize_t _field_size(Py_ssize_t length) noexcept nogil:
     """A length-prefixed field; -1 is null (the prefix alone)."""
     if length < 0:
         return 1
-    return _varint_size(length) + length
+    return zigzag_size(length) + length
 
 
 cdef inline char* _put_field(char* p, const char* data, Py_ssize_t length) noexcept nogil:
-    p = _put_varint(p, length)
+    p = put_zigzag(p, length)
     if length > 0:
         memcpy(p, data, length)
         p += length
@@ -207,11 +185,11 @@ def encode_stamped(
             n_headers = carried_n + 5 + is_late + is_enforced
             body = (
                 1  # attributes
-                + _varint_size(ts - base_ts)
-                + _varint_size(count)  # offset delta
+                + zigzag_size(ts - base_ts)
+                + zigzag_size(count)  # offset delta
                 + _field_size(key_len)
                 + _field_size(value_len)
-                + _varint_size(n_headers)
+                + zigzag_size(n_headers)
                 + carried_size
                 + fixed_size
                 + _field_size(topic_len)
@@ -221,7 +199,7 @@ def encode_stamped(
                 + (late_size if is_late else 0)
                 + (enforced_size if is_enforced else 0)
             )
-            total = _varint_size(body) + body
+            total = zigzag_size(body) + body
             if count > 0 and used + total >= batch_size:
                 break
 
@@ -229,14 +207,14 @@ def encode_stamped(
                 room = max(used + total, 2 * room)
                 PyByteArray_Resize(buffer, room)
             p = PyByteArray_AS_STRING(buffer) + used
-            p = _put_varint(p, body)
+            p = put_zigzag(p, body)
             p[0] = 0  # attributes: none are defined for records
             p += 1
-            p = _put_varint(p, ts - base_ts)
-            p = _put_varint(p, count)
+            p = put_zigzag(p, ts - base_ts)
+            p = put_zigzag(p, count)
             p = _put_field(p, NULL if key is None else PyBytes_AS_STRING(key), key_len)
             p = _put_field(p, NULL if value is None else PyBytes_AS_STRING(value), value_len)
-            p = _put_varint(p, n_headers)
+            p = put_zigzag(p, n_headers)
             if carried_n:
                 for h in headers:
                     hkey_ptr = PyUnicode_AsUTF8AndSize(h[0], &hkey_len)
@@ -245,7 +223,7 @@ def encode_stamped(
                     hvalue = h[1]
                     p = _put_field(p, hkey_ptr, hkey_len)
                     if hvalue is None:
-                        p = _put_varint(p, -1)
+                        p = put_zigzag(p, -1)
                     else:
                         p = _put_bytes(p, hvalue)
             p = _put_bytes(p, _SOURCE_TOPIC)

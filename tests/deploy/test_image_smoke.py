@@ -252,6 +252,8 @@ def test_the_sdist_holds_the_encoder_source_and_the_licence(dist: Dist) -> None:
         "sidecar/output/_stamp_encoder.pyx",
         "sidecar/kafka/_fetched.pyx",
         "sidecar/kafka/_fetched.pxd",
+        "sidecar/formats/_avro_plan.pyx",
+        "sidecar/_zigzag.pxd",
         "spark_consumer/log4j2.properties",
     ):
         assert f"{top}/{needed}" in names

@@ -206,6 +206,20 @@ def test_a_batch_whose_record_count_lies_is_corrupt_for_both(miscount: int, nati
         assert ours.next_fetch_offset == 0
 
 
+@pytest.mark.parametrize(
+    ("records", "reason"),
+    [(b"\xff" * 11, "a varint longer than 64 bits"), (b"\x80", "a record runs past the end of its batch")],
+)
+def test_a_record_whose_varint_overruns_is_corrupt(records: bytes, reason: str) -> None:
+    """The reader's own v2 decoding: a varint of more than 64 bits, or one the batch ends inside
+    (the batch's length, count and CRC hold; its records do not)."""
+    data = bytearray(batch(0, plain(1, "x"))[:61] + records)
+    struct.pack_into(">i", data, 8, len(data) - 12)
+    struct.pack_into(">I", data, 17, calc_crc32c(bytes(data[21:])))
+    with pytest.raises(CorruptRecordException, match=reason):
+        reader(bytes(data), [], 0, READ_UNCOMMITTED).take(10)
+
+
 @pytest.mark.parametrize("native", [True, False])
 def test_old_message_format_batches_are_read_by_aiokafkas_decoder(native: bool) -> None:
     """Messages written before the v2 format (magic 0/1): the reader leaves them to aiokafka's

@@ -91,6 +91,17 @@ def test_the_plan_reads_the_field_a_full_decode_reads(value: dict[str, Any]) -> 
     assert CompiledPlan(PLAN).read(b"\x00head" + body, 5) == expected
 
 
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [(b"\xff" * 11, "varint longer than 10 bytes"), (b"\x80", "body ends inside a varint")],
+)
+def test_a_varint_too_long_or_cut_short_fails_alike_in_c_and_python(body: bytes, reason: str) -> None:
+    with pytest.raises(PlanError, match=reason):
+        run_plan(PLAN, body, 0)
+    with pytest.raises(PlanError, match=reason):
+        CompiledPlan(PLAN).read(body, 0)
+
+
 @settings(max_examples=300)
 @given(value=wide_values, cut=st.integers(0, 200), junk=st.binary(max_size=8))
 def test_the_c_plan_agrees_with_the_python_plan_on_any_bytes(
