@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all demo test test-chaos lint format jars venv broker-start broker-stop registry registry-start registry-stop clean bench deploy-check deploy-tools prometheus
+.PHONY: all bootstrap demo test test-chaos lint format jars venv broker-start broker-stop registry registry-start registry-stop clean bench deploy-check deploy-tools prometheus
 
 all: test
 
@@ -41,7 +41,7 @@ $(STAMP_JARS): $(POMS)
 OPERATOR_POM := operators/suppress/pom.xml
 SPARK_VERSION := $(shell sed -n 's:.*<spark.version>\(.*\)</spark.version>.*:\1:p' $(OPERATOR_POM))
 OPERATOR_JAR := .cache/jars/operator/timesync-suppress-operator-$(SPARK_VERSION).jar
-$(OPERATOR_JAR): $(OPERATOR_POM) $(shell find operators/suppress/src -name '*.java')
+$(OPERATOR_JAR): $(OPERATOR_POM) $(shell find operators/suppress/src -name '*.java') | $(STAMP_JARS) $(STAMP_REGISTRY)
 	@command -v $(MVN) >/dev/null || { echo "mvn not found: install Apache Maven (the suppress operator is built with it)" >&2; exit 1; }
 	$(MVN) -q -B -f $(OPERATOR_POM) package
 	@mkdir -p $(dir $@) && cp operators/suppress/target/$(notdir $@) $@
@@ -49,11 +49,11 @@ $(OPERATOR_JAR): $(OPERATOR_POM) $(shell find operators/suppress/src -name '*.ja
 venv: $(STAMP_PY)
 jars: $(STAMP_JARS) $(OPERATOR_JAR)
 # Every target that may run `suppress` builds its operator first.
-test test-chaos demo bench: $(OPERATOR_JAR)
+test-chaos demo bench: $(OPERATOR_JAR)  # test: through bootstrap
 
 # Apicurio Registry (Schema Registry with Confluent's API) for the avro:/protobuf: tests: its
 # tar.gz (~158 MB) is fetched once with mvn into .cache/registry and unpacked there.
-$(STAMP_REGISTRY): deploy/local/registry.py
+$(STAMP_REGISTRY): deploy/local/registry.py | $(STAMP_JARS)
 	$(PYTHON) deploy/local/registry.py fetch
 	@touch $@
 
@@ -75,9 +75,15 @@ $(STAMP_PROM):
 
 prometheus: $(STAMP_PROM)
 
-# Lint first: CI holds the style and the types as it holds the tests.
-test: lint $(STAMP_PY) $(STAMP_JARS) $(STAMP_PROM) $(STAMP_REGISTRY)
+# Lint first: CI holds the style and the types as it holds the tests. What the suite needs is
+# prepared side by side (`bootstrap`): the Python packages (then lint), the Maven artifacts and
+# Prometheus wait on the network and the disk more than on each other. The Maven steps stay one
+# after the other (order-only prerequisites below): they share ~/.m2.
+test: bootstrap
 	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_ARGS)
+
+bootstrap:
+	@$(MAKE) --no-print-directory -j4 lint $(STAMP_JARS) $(OPERATOR_JAR) $(STAMP_PROM) $(STAMP_REGISTRY)
 
 # The fault tests (tests/faults) at the size of the reliability issue: 200,000 records, 12 kill -9
 # restarts, a 50 s broker outage, and on a local three-broker cluster rolling restarts, leader and
