@@ -270,7 +270,7 @@ def get_session(options: SessionOptions | None = None) -> SparkSession:
     has the Kafka connector: ``spark.jars`` cannot be added once the driver JVM is up.
     """
     options = options or SessionOptions()
-    # The Python workers must import what the driver imports (pandas, pyarrow, this package).
+    # The Python workers must import what the driver imports (this package, protobuf's runtime).
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 

@@ -1,7 +1,7 @@
 """``timesync-spark suppress``: the command line of :mod:`spark_consumer.jobs.suppress`.
 
-The operator's module is imported only when this job is chosen: it loads pandas and Spark's
-stateful-processor API (more than a second), which ``--help`` and the other jobs need not wait for.
+The job's module is imported only when this job is chosen: ``--help`` and the other jobs need
+not wait for pyspark's import.
 """
 
 from __future__ import annotations
