@@ -5,6 +5,7 @@ python -m bench core [--records N] [--quick] [--out DIR]
 python -m bench extractors [--records N] [--repeats N] [--out DIR]
 python -m bench readme [--results results/results.json] [--pending]
 python -m bench ab --baseline REV [--records N] [--rounds N] [--out DIR]
+python -m bench spark-knobs [--records N] [--keys N] [--out DIR]
 """
 
 from __future__ import annotations
@@ -81,6 +82,38 @@ def run_ab(rev: str, records: int, rounds: int, out: Path, parser: argparse.Argu
     return 0
 
 
+def run_spark_knobs(records: int, keys: int, out: Path) -> int:
+    """``bench spark-knobs``: one session, one ordered backlog, every job at every setting."""
+    import asyncio
+    import logging
+
+    from bench import spark_knobs
+    from bench.progress import console
+    from spark_consumer.session import SessionOptions, get_session
+    from testkit.local_broker import kafka
+
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    out.mkdir(parents=True, exist_ok=True)
+    with kafka() as bootstrap:
+        spark = get_session(
+            SessionOptions(
+                master="local[2]",
+                app_name="timesync-bench-knobs",
+                conf={"spark.sql.streaming.numRecentProgressUpdates": "10000"},
+            )
+        )
+        try:
+            results = asyncio.run(spark_knobs.run(bootstrap, spark, records, keys, out))
+        finally:
+            spark.stop()
+    (out / "spark-knobs.json").write_text(json.dumps(results, indent=2) + "\n")
+    table = spark_knobs.markdown(results)
+    (out / "spark-knobs.md").write_text(table)
+    console.print(table)
+    console.print(f"written: {out / 'spark-knobs.json'}, {out / 'spark-knobs.md'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -120,6 +153,13 @@ def main(argv: list[str] | None = None) -> int:
     ab.add_argument("--records", type=int, default=1_000_000, help="records per backlog (default 1,000,000)")
     ab.add_argument("--rounds", type=int, default=3, help="rounds of every setting on both sides (default 3)")
     ab.add_argument("--out", type=Path, default=Path("results"), help="where ab.json and ab.md go")
+    knobs = sub.add_parser(
+        "spark-knobs",
+        help="join and aggregate at other micro-batch sizes and shuffle partitions (bench/spark_knobs.py)",
+    )
+    knobs.add_argument("--records", type=int, default=500_000, help="orders and payments (default 500,000)")
+    knobs.add_argument("--keys", type=int, default=5_000, help="customers (default 5,000)")
+    knobs.add_argument("--out", type=Path, default=Path("results"), help="where spark-knobs.json and .md go")
     readme = sub.add_parser(
         "readme",
         help="rewrite the generated blocks of README.md, bench/README.md and deploy/README.md",
@@ -170,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
             not args.no_live,
             not args.no_curves,
         )
+
+    if args.command == "spark-knobs":
+        return run_spark_knobs(args.records, args.keys, args.out)
 
     if args.command == "ab":
         return run_ab(args.baseline, args.records, args.rounds, args.out, parser)

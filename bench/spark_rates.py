@@ -39,7 +39,7 @@ import random
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -225,15 +225,17 @@ def run_job(
     checkpoint: Path,
     per_batch: int,
     more: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None,
+    conf: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run one job to the end of its input (blocking); its rate figures and wall time, and what
-    ``more`` reads off the query's progress reports."""
+    ``more`` reads off the query's progress reports. ``conf`` overrides :data:`JOB_CONF`."""
     from spark_consumer import cli, sinks
 
     plan = cli.Plan(cli.build_parser().parse_args([*args, "--checkpoint", str(checkpoint),
                                                    "--max-offsets-per-trigger", str(per_batch)]))  # fmt: skip
-    previous = {key: spark.conf.get(key, None) for key in JOB_CONF}
-    for key, value in JOB_CONF.items():
+    job_conf = {**JOB_CONF, **(conf or {})}
+    previous = {key: spark.conf.get(key, None) for key in job_conf}
+    for key, value in job_conf.items():
         spark.conf.set(key, value)
     try:
         started = time.monotonic()
@@ -263,27 +265,37 @@ def run_job(
                 spark.conf.set(key, value)
 
 
-async def spark_rates_phase(bootstrap: str, tag: str, p: Plan, spark: Any, log_dir: Path) -> dict[str, Any]:
-    """Write the backlog, order it with the sidecar, then run every job over the ordered topic."""
-    prefix = f"bench-{tag}-rates"
+async def ordered_backlog(
+    bootstrap: str, prefix: str, records: int, keys: int, seed: int, log_dir: Path, outputs: Sequence[str]
+) -> tuple[str, str, str, int]:
+    """Write ``records`` orders and payments, order them with a sidecar (idle 0) into
+    ``<prefix>-ordered``; create the ``outputs`` topics too. (orders, payments, ordered, records)."""
     orders, payments, ordered = f"{prefix}-orders", f"{prefix}-payments", f"{prefix}-ordered"
     await kafka_io.create_topics(
         bootstrap,
         [TopicSpec(orders, PARTITIONS), TopicSpec(payments, PARTITIONS), TopicSpec(ordered)]
-        + [TopicSpec(f"{prefix}-{job}-out") for job in JOBS],
+        + [TopicSpec(out) for out in outputs],
     )
-    n_orders = p.spark_rate_records // 2
-    events = orders_and_payments(
-        orders, payments, n_orders, p.spark_rate_keys, collect.now_ms() - n_orders, p.seed
-    )
+    n_orders = records // 2
+    events = orders_and_payments(orders, payments, n_orders, keys, collect.now_ms() - n_orders, seed)
     with track("spark rates: write the backlog", total=len(events)) as bar:
         await kafka_io.produce(bootstrap, events, progress=bar.update)
     spec = SystemSpec("timesync", "0")
-    async with running(spec, bootstrap, [orders, payments], ordered, f"{tag}-rates", log_dir):
+    async with running(spec, bootstrap, [orders, payments], ordered, f"{prefix}-order", log_dir):
         with track("spark rates: order it with timesync", total=None):
             done = await collect.wait_for_count(bootstrap, ordered, 1, len(events), timeout_s=600, poll_s=0.5)
     if done is None:
         raise RuntimeError(f"spark rates: the sidecar did not write {len(events):,} records in 600 s")
+    return orders, payments, ordered, len(events)
+
+
+async def spark_rates_phase(bootstrap: str, tag: str, p: Plan, spark: Any, log_dir: Path) -> dict[str, Any]:
+    """Write the backlog, order it with the sidecar, then run every job over the ordered topic."""
+    prefix = f"bench-{tag}-rates"
+    orders, payments, ordered, n_records = await ordered_backlog(
+        bootstrap, prefix, p.spark_rate_records, p.spark_rate_keys, p.seed, log_dir,
+        [f"{prefix}-{job}-out" for job in JOBS],
+    )  # fmt: skip
     checkpoints = Path(tempfile.mkdtemp(prefix="timesync-bench-rates-"))
     jobs: dict[str, dict[str, Any]] = {}
     try:
@@ -307,7 +319,7 @@ async def spark_rates_phase(bootstrap: str, tag: str, p: Plan, spark: Any, log_d
             "idle 0, read by each job as the CLI runs it (RocksDB state store, 2 shuffle partitions, "
             "Kafka sink), local[2], available-now"
         ),
-        "records": len(events),
+        "records": n_records,
         "keys": p.spark_rate_keys,
         "records_per_micro_batch": p.spark_rate_batch,
         "window": WINDOW,
