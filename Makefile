@@ -12,6 +12,10 @@ STAMP_PROM := .cache/tools/.prometheus
 STAMP_REGISTRY := .cache/registry/.fetched
 POMS := deploy/local/pom.xml deploy/local/broker/pom.xml deploy/local/spark/pom.xml
 PYTEST_ARGS ?=
+# Two workers: one runs every test that needs a broker, a registry or Spark, in order; the other
+# the pure tests and the image smoke tests meanwhile (tests/conftest.py groups them).
+# PYTEST_WORKERS= runs the suite in one process.
+PYTEST_WORKERS ?= -n 2 --dist loadgroup
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
@@ -80,7 +84,7 @@ prometheus: $(STAMP_PROM)
 # Prometheus wait on the network and the disk more than on each other. The Maven steps stay one
 # after the other (order-only prerequisites below): they share ~/.m2.
 test: bootstrap
-	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bootstrap:
 	@$(MAKE) --no-print-directory -j4 lint $(STAMP_JARS) $(OPERATOR_JAR) $(STAMP_PROM) $(STAMP_REGISTRY)

@@ -102,3 +102,36 @@ def topic_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
         return f"{test}-{suffix}-{run}"
 
     return make
+
+
+#: Fixtures that start a broker, a registry, a cluster or a SparkSession of the worker's own.
+_SERVER_FIXTURES = {
+    "bootstrap",
+    "schema_registry",
+    "secure_broker",
+    "cluster3",
+    "single_node",
+    "own_broker",
+    "spark",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test`` runs two workers with ``--dist loadgroup``): every test
+    that needs a broker, a registry or Spark runs on one worker, in collection order, so the
+    session keeps one broker and its package and module fixtures stay shared; the image smoke
+    tests (they build the package and venvs, one of them against a broker of its own) form a
+    second group; everything else — the pure tests — fills the other worker meanwhile. Without
+    xdist the markers change nothing."""
+    for item in items:
+        if item.nodeid.startswith("tests/deploy/test_image_smoke.py"):
+            group = "image"
+        elif (
+            item.get_closest_marker("broker")
+            or item.get_closest_marker("spark")
+            or _SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
+        ):
+            group = "servers"
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))
