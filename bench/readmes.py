@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from bench import idle_auto
 from bench.report import (
     CURVE_LABELS,
     GROWTH_WORDS,
@@ -24,7 +25,7 @@ from bench.report import (
 
 BLOCK = re.compile(r"(<!-- bench:(?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)", re.S)
 READMES = ("README.md", "bench/README.md", "deploy/README.md")
-FIGURES = ("throughput.png", "curves-partitions.png", "curves-record-size.png")
+FIGURES = ("throughput.png", "curves-partitions.png", "curves-record-size.png", "idle-auto.png")
 #: The run itself, kept beside the figures so that every README figure can be checked against it.
 RUN_FILES = ("results.json", "report.md")
 FIGURE_DIR = "bench/figures"
@@ -177,6 +178,16 @@ def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
             f"![curves against partitions]({Path(FIGURE_DIR).name}/curves-partitions.png)",
             f"![curves against record size]({Path(FIGURE_DIR).name}/curves-record-size.png)",
         ]
+    auto = idle_auto.summary(results)
+    if auto:
+        results_block += [
+            "",
+            "### `max.task.idle.ms=auto` against the fixed settings",
+            "",
+            *_idle_auto_table(auto),
+            "",
+            f"![auto against the fixed settings]({Path(FIGURE_DIR).name}/idle-auto.png)",
+        ]
     if results.get("spark_jobs"):
         results_block += ["", "### The Spark jobs behind it", "", *spark_jobs_section(results["spark_jobs"])]
     sizing = _sizing(results)
@@ -188,6 +199,25 @@ def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
         "sizing": "\n".join(sizing),
         "extractors": "\n".join(extractor_block),
     }
+
+
+def _idle_auto_table(auto: dict[str, dict[str, Any]]) -> list[str]:
+    """Per live workload: ``auto``'s point and the fixed settings lower on both axes (the report's
+    section "max.task.idle.ms=auto against the fixed settings" has every setting's point)."""
+    lines = [
+        "Per live workload, single task: `auto`'s p99 added over the passthrough and its records out "
+        "of order, and the fixed settings (`-1` … `max`) lower on both (every point: the report and "
+        "the plot).",
+        "",
+        "| workload | auto: added p99 ms | auto: records out of order | fixed settings lower on both |",
+        "|---|---:|---:|---|",
+    ]
+    for name, v in auto.items():
+        beaten = ", ".join(f"`{v['fixed'][b]['idle']}`" for b in v["beaten_by"]) or "none"
+        lines.append(
+            f"| {name} | {fmt(v['auto']['added_p99_ms'])} | {fmt(v['auto']['late_records'])} | {beaten} |"
+        )
+    return lines
 
 
 def _sizing(results: dict[str, Any]) -> list[str]:
