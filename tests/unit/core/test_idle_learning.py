@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sidecar.core.idle_learning import WARM_UP, WINDOW, IdleLearner
+from sidecar.core.idle_learning import CHEAP_PERCENT, WARM_UP, WINDOW, IdleLearner
 
 BUDGET = 1000
 
@@ -48,6 +48,18 @@ def test_the_idle_covers_all_but_the_longest_five_percent() -> None:
 
     learn(learner, [100] * WINDOW)  # the outliers left the window
     assert learner.idle_ms(0) == 100
+
+
+def test_a_rare_short_gap_is_covered_a_rare_long_one_is_not() -> None:
+    """Rare gaps that needed a wait: one of 40 ms costs little to cover (within a tenth of the
+    budget), so it is covered however rare; two of 600 ms (3 % of the window) stay uncovered."""
+    learner = IdleLearner(1, BUDGET)
+
+    now = learn(learner, [10] * 61, late=False)
+    now = learn(learner, [40], start=now)
+    learn(learner, [600, 600], start=now)
+
+    assert learner.idle_ms(0) == 40
 
 
 def test_gaps_whose_records_would_have_been_on_time_need_no_wait() -> None:
@@ -188,3 +200,19 @@ def test_at_most_five_percent_of_the_window_needed_more_than_the_idle(gaps: list
     if len(window) >= WARM_UP:
         uncovered = sum(1 for needed in window if needed > learner.idle_ms(0))
         assert uncovered * 100 <= 5 * len(window)
+
+
+@given(gaps=gap_lists, budget=st.integers(1, 5000))
+def test_every_needed_wait_within_a_tenth_of_the_budget_is_covered(
+    gaps: list[tuple[int, bool]], budget: int
+) -> None:
+    learner = IdleLearner(1, budget)
+    now = 0
+    for gap, late in gaps:
+        learner.quiet(0, now)
+        now += gap
+        learner.arrived(0, now, late)
+    window = [g if lt else 0 for g, lt in gaps][-WINDOW:]
+    if len(window) >= WARM_UP:
+        cheap = [needed for needed in window if needed <= budget * CHEAP_PERCENT // 100]
+        assert all(needed <= learner.idle_ms(0) for needed in cheap)
