@@ -6,6 +6,7 @@ python -m bench extractors [--records N] [--repeats N] [--out DIR]
 python -m bench readme [--results results/results.json] [--pending]
 python -m bench ab --baseline REV [--records N] [--rounds N] [--out DIR]
 python -m bench spark-knobs [--records N] [--keys N] [--out DIR]
+python -m bench live --workloads a,b --idle 0,100,auto [--rounds N] [--out DIR]
 """
 
 from __future__ import annotations
@@ -82,6 +83,27 @@ def run_ab(rev: str, records: int, rounds: int, out: Path, parser: argparse.Argu
     return 0
 
 
+def run_live_rounds(workloads: list[str], idles: list[str], rounds: int, out: Path) -> int:
+    """``bench live``: the chosen settings on the chosen workloads, in rounds, on one broker."""
+    import asyncio
+    import logging
+
+    from bench import live_rounds
+    from bench.progress import console
+    from testkit.local_broker import kafka
+
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    out.mkdir(parents=True, exist_ok=True)
+    with kafka() as bootstrap:
+        results = asyncio.run(live_rounds.run(bootstrap, workloads, idles, rounds, out))
+    (out / "live-rounds.json").write_text(json.dumps(results, indent=2) + "\n")
+    table = live_rounds.markdown(results)
+    (out / "live-rounds.md").write_text(table)
+    console.print(table)
+    console.print(f"written: {out / 'live-rounds.json'}, {out / 'live-rounds.md'}")
+    return 0
+
+
 def run_spark_knobs(records: int, keys: int, out: Path) -> int:
     """``bench spark-knobs``: one session, one ordered backlog, every job at every setting."""
     import asyncio
@@ -153,6 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     ab.add_argument("--records", type=int, default=1_000_000, help="records per backlog (default 1,000,000)")
     ab.add_argument("--rounds", type=int, default=3, help="rounds of every setting on both sides (default 3)")
     ab.add_argument("--out", type=Path, default=Path("results"), help="where ab.json and ab.md go")
+    live = sub.add_parser(
+        "live",
+        help="chosen timesync idle settings on chosen live workloads, in rounds (bench/live_rounds.py)",
+    )
+    live.add_argument("--workloads", required=True, help=f"comma list out of {','.join(scenarios.NAMES)}")
+    live.add_argument("--idle", required=True, help="comma list of max.task.idle.ms values, e.g. 0,100,auto")
+    live.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
+    live.add_argument("--out", type=Path, default=Path("results"), help="where live-rounds.json and .md go")
     knobs = sub.add_parser(
         "spark-knobs",
         help="join and aggregate at other micro-batch sizes and shuffle partitions (bench/spark_knobs.py)",
@@ -210,6 +240,16 @@ def main(argv: list[str] | None = None) -> int:
             not args.no_live,
             not args.no_curves,
         )
+
+    if args.command == "live":
+        names = [w.strip() for w in args.workloads.split(",") if w.strip()]
+        unknown = [w for w in names if w not in scenarios.NAMES]
+        idles = [i.strip() for i in args.idle.split(",") if i.strip()]
+        if unknown or not names:
+            parser.error(f"--workloads: unknown {', '.join(unknown)}; known: {', '.join(scenarios.NAMES)}")
+        if not idles or args.rounds < 1:
+            parser.error("live: give --idle values and --rounds of at least 1")
+        return run_live_rounds(names, idles, args.rounds, args.out)
 
     if args.command == "spark-knobs":
         return run_spark_knobs(args.records, args.keys, args.out)
