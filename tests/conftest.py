@@ -116,6 +116,7 @@ _SERVER_FIXTURES = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test`` runs two workers with ``--dist loadgroup``): every test
     that needs a broker, a registry or Spark runs on one worker, in collection order, so the
@@ -135,3 +136,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         else:
             continue
         item.add_marker(pytest.mark.xdist_group(group))
+        _suffix_group(item, group)
+
+
+def _suffix_group(item: pytest.Item, group: str) -> None:
+    """What pytest-xdist 3.8's worker does for ``xdist_group`` (``<nodeid>@<group>``, which its
+    loadgroup scheduler reads), done here: it sets ``item._nodeid``, which pytest 9.2's nodes no
+    longer read (their id is ``item._id``), so every test would otherwise be scheduled alone.
+    Only under ``--dist loadgroup``, and only once."""
+    if not item.config.getvalue("loadgroup") or "@" in item.nodeid.rpartition("]")[2]:
+        return
+    node_id = getattr(item, "_id", None)
+    if node_id is None:  # an older pytest: xdist's own suffix works
+        return
+    from _pytest.nodeid import NodeId
+
+    item._id = NodeId.parse(f"{item.nodeid}@{group}")  # type: ignore[attr-defined]
