@@ -15,6 +15,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from bench import scenarios
 
@@ -30,7 +31,6 @@ def run_bench(
 ) -> int:
     """Run the benchmark and write results.json, report.md and the plots into ``out``."""
     import asyncio
-    import logging
     import time
 
     from bench import harness, plots, report
@@ -38,7 +38,7 @@ def run_bench(
     from bench.progress import console
     from testkit.local_broker import kafka
 
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    quiet_kafka_logs()
     plan = bench_plan.plan(quick, seed, workloads, spark, live, curves)
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -55,13 +55,29 @@ def run_bench(
     return 0
 
 
+def write_outputs(out: Path, stem: str, results: Any, table: str) -> int:
+    """``<stem>.json`` and ``<stem>.md`` into ``out``; the table and where they went, on the console."""
+    from bench.progress import console
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / f"{stem}.md").write_text(table if table.endswith("\n") else table + "\n")
+    console.print(table)
+    console.print(f"written: {out / f'{stem}.json'}, {out / f'{stem}.md'}")
+    return 0
+
+
+def quiet_kafka_logs() -> None:
+    import logging
+
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+
+
 def run_ab(rev: str, records: int, rounds: int, out: Path, parser: argparse.ArgumentParser) -> int:
     """``bench ab``: prepare the baseline, run both sidecars, write ab.json and ab.md."""
     import asyncio
-    import logging
 
     from bench import ab
-    from bench.progress import console
     from testkit.local_broker import kafka
 
     if records < 1000 or rounds < 1:
@@ -71,50 +87,36 @@ def run_ab(rev: str, records: int, rounds: int, out: Path, parser: argparse.Argu
     except ab.BaselineError as e:
         print(f"bench ab: {e}", file=sys.stderr)
         return 1
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    quiet_kafka_logs()
     out.mkdir(parents=True, exist_ok=True)
     with kafka() as bootstrap:
         results = asyncio.run(ab.run(bootstrap, baseline, rev, records, rounds, out))
-    (out / "ab.json").write_text(json.dumps(results, indent=2) + "\n")
-    table = ab.markdown(results)
-    (out / "ab.md").write_text(table)
-    console.print(table)
-    console.print(f"written: {out / 'ab.json'}, {out / 'ab.md'}")
-    return 0
+    return write_outputs(out, "ab", results, ab.markdown(results))
 
 
 def run_live_rounds(workloads: list[str], idles: list[str], rounds: int, out: Path) -> int:
     """``bench live``: the chosen settings on the chosen workloads, in rounds, on one broker."""
     import asyncio
-    import logging
 
     from bench import live_rounds
-    from bench.progress import console
     from testkit.local_broker import kafka
 
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    quiet_kafka_logs()
     out.mkdir(parents=True, exist_ok=True)
     with kafka() as bootstrap:
         results = asyncio.run(live_rounds.run(bootstrap, workloads, idles, rounds, out))
-    (out / "live-rounds.json").write_text(json.dumps(results, indent=2) + "\n")
-    table = live_rounds.markdown(results)
-    (out / "live-rounds.md").write_text(table)
-    console.print(table)
-    console.print(f"written: {out / 'live-rounds.json'}, {out / 'live-rounds.md'}")
-    return 0
+    return write_outputs(out, "live-rounds", results, live_rounds.markdown(results))
 
 
 def run_spark_knobs(records: int, keys: int, out: Path) -> int:
     """``bench spark-knobs``: one session, one ordered backlog, every job at every setting."""
     import asyncio
-    import logging
 
     from bench import spark_knobs
-    from bench.progress import console
     from spark_consumer.session import SessionOptions, get_session
     from testkit.local_broker import kafka
 
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    quiet_kafka_logs()
     out.mkdir(parents=True, exist_ok=True)
     with kafka() as bootstrap:
         spark = get_session(
@@ -128,12 +130,7 @@ def run_spark_knobs(records: int, keys: int, out: Path) -> int:
             results = asyncio.run(spark_knobs.run(bootstrap, spark, records, keys, out))
         finally:
             spark.stop()
-    (out / "spark-knobs.json").write_text(json.dumps(results, indent=2) + "\n")
-    table = spark_knobs.markdown(results)
-    (out / "spark-knobs.md").write_text(table)
-    console.print(table)
-    console.print(f"written: {out / 'spark-knobs.json'}, {out / 'spark-knobs.md'}")
-    return 0
+    return write_outputs(out, "spark-knobs", results, spark_knobs.markdown(results))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,29 +256,16 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "extractors":
         from bench import extractors
-        from bench.progress import console
         from bench.report import extractors_section
 
         measured = extractors.run(args.records, args.repeats)
-        text = "\n".join(extractors_section(measured))
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "extractors.json").write_text(json.dumps(measured, indent=2))
-        (args.out / "extractors.md").write_text(text + "\n")
-        console.print(text)
-        console.print(f"written: {args.out / 'extractors.json'}, {args.out / 'extractors.md'}")
-        return 0
+        return write_outputs(args.out, "extractors", measured, "\n".join(extractors_section(measured)))
 
     if args.command == "core":
         from bench import core as bench_core
-        from bench.progress import console
 
         results = bench_core.run(args.records, args.quick)
-        table = bench_core.report(results)
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "core.json").write_text(json.dumps(bench_core.as_json(results), indent=2))
-        (args.out / "core.md").write_text(table + "\n")
-        console.print(table)
-        console.print(f"written: {args.out / 'core.json'}, {args.out / 'core.md'}")
+        return write_outputs(args.out, "core", bench_core.as_json(results), bench_core.report(results))
     return 0
 
 

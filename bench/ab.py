@@ -16,14 +16,12 @@ SidecarProcess` ``checkout``); the backlog, the broker and the measurement are t
 
 from __future__ import annotations
 
-import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.backlog import shape_events, throughput_run, write_backlog
+from bench.environment import RunClock
 from bench.progress import console, track
 from bench.systems import SystemSpec
 
@@ -199,8 +198,7 @@ async def run(
     tag = uuid.uuid4().hex[:6]
     log_dir = out / "ab-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    started = time.time()
-    load_start = list(os.getloadavg())
+    clock = RunClock()
     comparisons: list[dict[str, Any]] = []
     for shape in SHAPES:
         topics = [f"bench-{tag}-ab-{shape}-a", f"bench-{tag}-ab-{shape}-b"]
@@ -228,9 +226,6 @@ async def run(
         "baseline_sha": resolve(rev),
         "records": records,
         "rounds": rounds,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-        "duration_s": round(time.time() - started, 1),
-        "load_average_at_start": load_start,
-        "load_average_at_end": list(os.getloadavg()),
+        **clock.stamp(),
         "comparisons": comparisons,
     }

@@ -6,6 +6,7 @@ import contextlib
 import os
 import platform
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,20 @@ def _pom_version(launcher: Any) -> str | None:
             if found:
                 return found
     return None
+
+
+class RunClock:
+    """When a measurement started and the machine's load then; :meth:`stamp` adds how long it took
+    and the load at its end, so every command's figures come with the load they were measured under."""
+
+    def __init__(self) -> None:
+        self.started = time.time()
+        self.load_start = list(os.getloadavg())
+
+    def stamp(self) -> dict[str, Any]:
+        return {
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.started)),
+            "duration_s": round(time.time() - self.started, 1),
+            "load_average_at_start": self.load_start,
+            "load_average_at_end": list(os.getloadavg()),
+        }

@@ -10,13 +10,13 @@ every round's figures.
 from __future__ import annotations
 
 import statistics
-import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench import plan as bench_plan
+from bench.environment import RunClock
 from bench.live import live_run
 from bench.progress import console, track
 from bench.systems import SystemSpec
@@ -82,14 +82,12 @@ def markdown(results: dict[str, Any]) -> str:
 async def run(
     bootstrap: str, workloads: Sequence[str], idles: Sequence[str], rounds: int, out: Path
 ) -> dict[str, Any]:
-    import os
 
     p = bench_plan.plan(False)
     tag = uuid.uuid4().hex[:6]
     log_dir = out / "live-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    load_start = list(os.getloadavg())
-    started = time.time()
+    clock = RunClock()
     rows = []
     plan = schedule(workloads, idles, rounds)
     with track("live rounds", total=len(plan)) as bar:
@@ -113,10 +111,7 @@ async def run(
         "rounds": rounds,
         "workloads": list(workloads),
         "idles": list(idles),
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-        "duration_s": round(time.time() - started, 1),
-        "load_average_at_start": load_start,
-        "load_average_at_end": list(os.getloadavg()),
+        **clock.stamp(),
         "runs": rows,
         "medians": medians(rows),
     }

@@ -20,15 +20,14 @@ Kafka sink, ``available-now``.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import tempfile
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.environment import RunClock
 from bench.progress import console, track
 from bench.spark_rates import BATCH_OVERHEAD, job_args, ordered_backlog, run_job
 
@@ -97,8 +96,7 @@ async def run(bootstrap: str, spark: Any, records: int, keys: int, out: Path) ->
     prefix = f"bench-{tag}-knobs"
     log_dir = out / "spark-knobs-logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    load_start = list(os.getloadavg())
-    started = time.time()
+    clock = RunClock()
     plan = [(job, s) for s in SETTINGS for job in JOBS]
     outputs = [f"{prefix}-{job}-{i}" for i, (job, _) in enumerate(plan)]
     orders, payments, ordered, n_records = await ordered_backlog(
@@ -126,9 +124,6 @@ async def run(bootstrap: str, spark: Any, records: int, keys: int, out: Path) ->
     return {
         "records": n_records,
         "keys": keys,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-        "duration_s": round(time.time() - started, 1),
-        "load_average_at_start": load_start,
-        "load_average_at_end": list(os.getloadavg()),
+        **clock.stamp(),
         "runs": runs,
     }

@@ -21,6 +21,15 @@ def learn(learner: IdleLearner, gaps: list[int], late: bool = True, start: int =
     return now
 
 
+def feed(learner: IdleLearner, gaps: list[tuple[int, bool]]) -> None:
+    """Quiet spells of the given lengths, each ended by an arrival late or not."""
+    now = 0
+    for gap, late in gaps:
+        learner.quiet(0, now)
+        now += gap
+        learner.arrived(0, now, late)
+
+
 def test_a_partition_with_no_history_is_waited_for_the_budget() -> None:
     learner = IdleLearner(1, BUDGET)
 
@@ -191,11 +200,7 @@ def test_the_learnt_idle_is_never_above_the_budget_and_is_a_wait_some_gap_needed
 @given(gaps=gap_lists)
 def test_at_most_five_percent_of_the_window_needed_more_than_the_idle(gaps: list[tuple[int, bool]]) -> None:
     learner = IdleLearner(1, 10_000)  # a budget no gap exceeds: the percentile alone
-    now = 0
-    for gap, late in gaps:
-        learner.quiet(0, now)
-        now += gap
-        learner.arrived(0, now, late)
+    feed(learner, gaps)
     window = [g if lt else 0 for g, lt in gaps][-WINDOW:]
     if len(window) >= WARM_UP:
         uncovered = sum(1 for needed in window if needed > learner.idle_ms(0))
@@ -207,11 +212,7 @@ def test_every_needed_wait_within_a_tenth_of_the_budget_is_covered(
     gaps: list[tuple[int, bool]], budget: int
 ) -> None:
     learner = IdleLearner(1, budget)
-    now = 0
-    for gap, late in gaps:
-        learner.quiet(0, now)
-        now += gap
-        learner.arrived(0, now, late)
+    feed(learner, gaps)
     window = [g if lt else 0 for g, lt in gaps][-WINDOW:]
     if len(window) >= WARM_UP:
         cheap = [needed for needed in window if needed <= budget * CHEAP_PERCENT // 100]
