@@ -144,7 +144,8 @@ def _suffix_group(item: pytest.Item, group: str) -> None:
     loadgroup scheduler reads), done here: it sets ``item._nodeid``, which pytest 9.2's nodes no
     longer read (their id is ``item._id``), so every test would otherwise be scheduled alone.
     Only under ``--dist loadgroup``, and only once."""
-    if not item.config.getvalue("loadgroup") or "@" in item.nodeid.rpartition("]")[2]:
+    # xdist's workers set option.loadgroup; without xdist (one process) there is no such option.
+    if not getattr(item.config.option, "loadgroup", False) or "@" in item.nodeid.rpartition("]")[2]:
         return
     node_id = getattr(item, "_id", None)
     if node_id is None:  # an older pytest: xdist's own suffix works
