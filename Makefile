@@ -13,7 +13,8 @@ STAMP_REGISTRY := .cache/registry/.fetched
 POMS := deploy/local/pom.xml deploy/local/broker/pom.xml deploy/local/spark/pom.xml
 PYTEST_ARGS ?=
 # Two workers: one runs every test that needs a broker, a registry or Spark, in order; the other
-# the pure tests and the image smoke tests meanwhile (tests/conftest.py groups them).
+# the image smoke tests and the quick bench run meanwhile, with the pure tests (tests/conftest.py
+# groups them).
 # PYTEST_WORKERS= runs the suite in one process.
 PYTEST_WORKERS ?= -n 2 --dist loadgroup
 

@@ -116,17 +116,23 @@ _SERVER_FIXTURES = {
 }
 
 
+#: The longest tests that build or run a whole stack of their own: the image smoke tests (the
+#: package, venvs) and the quick bench run (every peer, Spark). Together, on the worker that is
+#: not running the server tests, with a broker of that worker's own, so the two long paths overlap.
+_SECOND_GROUP = ("tests/deploy/test_image_smoke.py", "tests/bench/test_bench_quick.py")
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test`` runs two workers with ``--dist loadgroup``): every test
     that needs a broker, a registry or Spark runs on one worker, in collection order, so the
-    session keeps one broker and its package and module fixtures stay shared; the image smoke
-    tests (they build the package and venvs, one of them against a broker of its own) form a
-    second group; everything else — the pure tests — fills the other worker meanwhile. Without
-    xdist the markers change nothing."""
+    session keeps one broker and its package and module fixtures stay shared; the image smoke tests
+    and the quick bench run (:data:`_SECOND_GROUP`) form a second group, with a broker of their
+    worker's own; everything else — the pure tests — fills in. Without xdist the markers change
+    nothing."""
     for item in items:
-        if item.nodeid.startswith("tests/deploy/test_image_smoke.py"):
-            group = "image"
+        if item.nodeid.startswith(_SECOND_GROUP):
+            group = "builds"
         elif (
             item.get_closest_marker("broker")
             or item.get_closest_marker("spark")
