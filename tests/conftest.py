@@ -116,27 +116,32 @@ _SERVER_FIXTURES = {
 }
 
 
-#: The longest tests that build or run a whole stack of their own: the image smoke tests (the
-#: package, venvs) and the quick bench run (every peer, Spark). Together, on the worker that is
-#: not running the server tests, with a broker of that worker's own, so the two long paths overlap.
+#: The longest tests that bring a whole stack of their own: the image smoke tests (the package,
+#: venvs), the quick bench run (every peer, Spark; a broker of that worker's own) and the fault
+#: tests on the three-node cluster (its own three brokers). Together, on the worker that is not
+#: running the server tests, so the suite's long paths overlap instead of adding up.
 _SECOND_GROUP = ("tests/deploy/test_image_smoke.py", "tests/bench/test_bench_quick.py")
+_SECOND_GROUP_FIXTURES = {"cluster3"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``make test`` runs two workers with ``--dist loadgroup``): every test
-    that needs a broker, a registry or Spark runs on one worker, in collection order, so the
-    session keeps one broker and its package and module fixtures stay shared; the image smoke tests
-    and the quick bench run (:data:`_SECOND_GROUP`) form a second group, with a broker of their
-    worker's own; everything else — the pure tests — fills in. Without xdist the markers change
-    nothing."""
+    that needs the session's broker, a registry or Spark runs on one worker, in collection order,
+    so the session keeps one broker and its package and module fixtures stay shared; the tests
+    with a stack of their own (:data:`_SECOND_GROUP`, and every test on the three-node cluster, so
+    that the cluster starts once) form a second group on the other worker; everything else — the
+    pure tests — fills in. xdist hands the group with the most tests to the first worker and the
+    next largest to the second, so the two never share a worker while every other group has one
+    test. Without xdist the markers change nothing."""
     for item in items:
-        if item.nodeid.startswith(_SECOND_GROUP):
-            group = "builds"
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.nodeid.startswith(_SECOND_GROUP) or _SECOND_GROUP_FIXTURES & fixtures:
+            group = "apart"
         elif (
             item.get_closest_marker("broker")
             or item.get_closest_marker("spark")
-            or _SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
+            or _SERVER_FIXTURES & fixtures
         ):
             group = "servers"
         else:
