@@ -12,9 +12,9 @@ STAMP_PROM := .cache/tools/.prometheus
 STAMP_REGISTRY := .cache/registry/.fetched
 POMS := deploy/local/pom.xml deploy/local/broker/pom.xml deploy/local/spark/pom.xml
 PYTEST_ARGS ?=
-# Two workers: one runs every test that needs a broker, a registry or Spark, in order; the other
-# the image smoke tests and the quick bench run meanwhile, with the pure tests (tests/conftest.py
-# groups them).
+# Two workers: one runs every test that needs the session's broker, a registry or Spark, in order;
+# the other meanwhile the tests with a stack of their own (the image smoke tests, the quick bench
+# run, the faults on the three-node cluster); the pure tests fill in (tests/conftest.py groups them).
 # PYTEST_WORKERS= runs the suite in one process.
 PYTEST_WORKERS ?= -n 2 --dist loadgroup
 
