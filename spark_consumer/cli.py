@@ -27,14 +27,12 @@ from spark_consumer.common_options import (
 )
 from spark_consumer.jobs import registry
 from spark_consumer.jobs.command import Job
-from spark_consumer.options import UsageError
+from spark_consumer.options import PROG, UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from spark_consumer.jobs import JobOutput
-
-PROG = "timesync-spark"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,15 +17,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from spark_consumer.options import UsageError, check_field, key_value, parse_duration
+from spark_consumer.options import PROG, UsageError, check_field, key_value, parse_duration
 from spark_consumer.schema_registry import RegistryClient, RegistrySettings, value_subject
 from spark_consumer.security import MECHANISMS, PROTOCOLS, KafkaSecurity
 from spark_consumer.session import SessionOptions
-from spark_consumer.value_formats import VALUE_FORMATS, BinaryValues, plan_values
+from spark_consumer.value_formats import VALUE_FORMATS, BinaryValues, ProtobufValues, plan_values
 
 #: Registry secrets may come from the environment instead of the command line (where ``ps`` shows them).
 BASIC_AUTH_ENV = "TIMESYNC_SPARK_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO"
@@ -117,6 +118,12 @@ def common_parser() -> Parser:
     )
     val.add_argument(
         "--value-subject", metavar="SUBJECT", help="the values' subject (default: <--topic>-value)"
+    )
+    val.add_argument(
+        "--value-message",
+        metavar="NAME",
+        help="--value-format protobuf: the values' message type, e.g. shop.Payment (default: the "
+        "schema's first message)",
     )
     val.add_argument("--schema-registry-basic-auth-user-info", metavar="USER:PASSWORD")
     val.add_argument("--schema-registry-bearer-auth-token", metavar="TOKEN")
@@ -230,6 +237,8 @@ def registry_values(args: argparse.Namespace) -> BinaryValues | None:
     Runs before Spark starts: an unreachable registry or an unknown subject is a one-line
     :class:`UsageError`.
     """
+    if args.value_message is not None and args.value_format != "protobuf":
+        raise UsageError("--value-message: only with --value-format protobuf")
     if args.value_format == "json":
         registry_only = [
             name for name in ("schema_registry_url", "value_subject") if getattr(args, name) is not None
@@ -243,7 +252,18 @@ def registry_values(args: argparse.Namespace) -> BinaryValues | None:
             f"--value-schema: not with --value-format {args.value_format}; the schema comes from the registry"
         )
     client = RegistryClient(registry_settings(args))
-    return plan_values(args.value_format, client, value_subject(args.topic, args.value_subject))
+    subject = value_subject(args.topic, args.value_subject)
+    values = plan_values(args.value_format, client, subject, args.value_message)
+    if isinstance(values, ProtobufValues) and args.value_message is None:
+        from spark_consumer.protobuf_schema import top_level_messages
+
+        if top_level_messages(values.descriptor_set, values.file_name) > 1:
+            print(
+                f"{PROG}: warning: subject {subject!r} defines several messages; the values are read as "
+                f"its first, {values.message_name} (--value-message names another)",
+                file=sys.stderr,
+            )
+    return values
 
 
 def require_value_schema(args: argparse.Namespace, reads_value_fields: bool) -> None:

@@ -20,6 +20,10 @@ _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)?\s*$")
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
+#: The command's name, as its messages start.
+PROG = "timesync-spark"
+
+
 class UsageError(ValueError):
     """A bad option value; the message is one line meant for the user."""
 

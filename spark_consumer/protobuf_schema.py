@@ -1,4 +1,5 @@
-"""A registry's Protobuf schema (.proto text) compiled into descriptors, without a protoc binary.
+"""A registry's Protobuf schema compiled into descriptors, without a protoc binary, and the
+message of it the values are.
 
 grpcio-tools runs protoc as a library: the schema's text and the files it references are written
 to a private directory and compiled into a serialized ``FileDescriptorSet`` with every import
@@ -8,7 +9,7 @@ included, so the set alone describes the message (Google's well-known types, suc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from spark_consumer.options import UsageError
 
@@ -33,3 +34,46 @@ def compile_descriptor_set(main: str, files: Mapping[str, str]) -> bytes:
         raise ProtoCompileError(
             f"the registry's Protobuf schema {main!r} does not compile: {first}"
         ) from None
+
+
+def message_path(descriptor_set: bytes, file_name: str, message: str | None) -> tuple[tuple[int, ...], str]:
+    """Which message of file ``file_name`` the values are: its message indexes (Confluent's
+    framing names a message by them) and its full name.
+
+    ``message`` is a full name (``shop.Payment``) or one relative to the file's package
+    (``Payment``, ``Payment.Meta``); ``None`` is the file's first message. A name the file does not
+    define is a :class:`~spark_consumer.options.UsageError` listing the ones it does.
+    """
+    from google.protobuf import descriptor_pb2
+
+    files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set).file
+    (file,) = [f for f in files if f.name == file_name]
+    prefix = f"{file.package}." if file.package else ""
+    paths: dict[str, tuple[int, ...]] = {}
+
+    def walk(messages: Iterable[descriptor_pb2.DescriptorProto], scope: str, at: tuple[int, ...]) -> None:
+        for i, m in enumerate(messages):  # a map field's entry type counts in the indexes
+            if not m.options.map_entry:
+                paths[f"{scope}{m.name}"] = (*at, i)
+                walk(m.nested_type, f"{scope}{m.name}.", (*at, i))
+
+    walk(file.message_type, prefix, ())
+    if not paths:
+        raise UsageError(f"the registry's Protobuf schema {file_name!r} defines no message")
+    if message is None:
+        first = next(iter(paths))
+        return paths[first], first
+    for name in (message, f"{prefix}{message}"):
+        if name in paths:
+            return paths[name], name
+    raise UsageError(
+        f"--value-message {message}: the schema defines no such message; it defines {', '.join(paths)}"
+    )
+
+
+def top_level_messages(descriptor_set: bytes, file_name: str) -> int:
+    """How many messages file ``file_name`` defines at its top level."""
+    from google.protobuf import descriptor_pb2
+
+    files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set).file
+    return sum(len(f.message_type) for f in files if f.name == file_name)

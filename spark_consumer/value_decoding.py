@@ -59,7 +59,9 @@ def avro_value(value: Column, values: AvroValues) -> Column:
 def protobuf_value(value: Column, values: ProtobufValues) -> Column:
     from spark_consumer.protobuf_rows import FramedDecoder
 
-    decoder = FramedDecoder(values.descriptor_set, values.file_name, values.schema_ids)
+    decoder = FramedDecoder(
+        values.descriptor_set, values.file_name, values.schema_ids, values.message_indexes
+    )
     # Row at a time (not Arrow-batched): the decoder returns nested dicts, maps and datetimes.
     decode = F.udf(decoder, protobuf_struct(values), useArrow=False)
     return decode(value)
@@ -68,7 +70,9 @@ def protobuf_value(value: Column, values: ProtobufValues) -> Column:
 def protobuf_struct(values: ProtobufValues) -> StructType:
     from spark_consumer.protobuf_rows import file_descriptor, message_descriptor, struct_type
 
-    message = message_descriptor(file_descriptor(values.descriptor_set, values.file_name), (0,))
+    message = message_descriptor(
+        file_descriptor(values.descriptor_set, values.file_name), values.message_indexes
+    )
     if message is None:
         raise UsageError(f"--value-format protobuf: subject {values.subject!r} defines no message")
     return struct_type(message)

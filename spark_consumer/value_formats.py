@@ -11,7 +11,8 @@ record is decoded with *its own* version as the writer schema and the latest ver
 reader schema (Avro's schema resolution: fields added since get their defaults, removed ones
 are skipped), so every record comes out with the latest version's fields. For Protobuf, the
 wire format is itself compatible across versions of a message (unknown fields skipped, missing
-ones at their defaults): every record is decoded with the latest version's descriptors. An id
+ones at their defaults): every record is decoded with the latest version's descriptors, as the
+message ``--value-message`` names (the file's first by default). An id
 that is not one of the subject's versions at plan time (a version registered after the job
 started, or another subject's) does not decode: its ``data`` is NULL; restarting the job picks
 up the new versions.
@@ -44,22 +45,29 @@ class AvroValues:
 @dataclass(frozen=True, slots=True)
 class ProtobufValues:
     """Protobuf values of ``subject``: the latest version compiled into a ``FileDescriptorSet``
-    (with everything it imports), the name of its file in it, and the ids of every version."""
+    (with everything it imports), the name of its file in it, the ids of every version, and
+    which message of the file the values are (its message indexes and full name; a record framed
+    with other indexes is another message and does not decode)."""
 
     subject: str
     descriptor_set: bytes
     file_name: str
     schema_ids: frozenset[int]
+    message_indexes: tuple[int, ...] = (0,)
+    message_name: str = ""
 
 
 BinaryValues = AvroValues | ProtobufValues
 
 
-def plan_values(value_format: ValueFormat, client: RegistryClient, subject: str) -> BinaryValues:
+def plan_values(
+    value_format: ValueFormat, client: RegistryClient, subject: str, message: str | None = None
+) -> BinaryValues:
     """Fetch ``subject``'s versions and prepare their decoding (:class:`RegistryError` otherwise).
 
     ``value_format`` is ``avro`` or ``protobuf``; the subject's latest version must be of that
-    type.
+    type. ``message`` (Protobuf) names the values' message type, full or relative to the file's
+    package; by default the file's first message.
     """
     versions = client.all_versions(subject)
     if not versions:
@@ -74,12 +82,14 @@ def plan_values(value_format: ValueFormat, client: RegistryClient, subject: str)
     if value_format == "avro":
         writers = {v.id: v.schema for v in versions if v.schema_type == "AVRO"}
         return AvroValues(subject, latest.schema, writers)
-    from spark_consumer.protobuf_schema import compile_descriptor_set
+    from spark_consumer.protobuf_schema import compile_descriptor_set, message_path
 
     files = _proto_files(client, latest, {})
     name = proto_file_name(latest)
     descriptor_set = compile_descriptor_set(name, files)
-    return ProtobufValues(subject, descriptor_set, name, frozenset(v.id for v in versions))
+    indexes, full_name = message_path(descriptor_set, name, message)
+    ids = frozenset(v.id for v in versions)
+    return ProtobufValues(subject, descriptor_set, name, ids, indexes, full_name)
 
 
 def proto_file_name(version: SchemaVersion) -> str:

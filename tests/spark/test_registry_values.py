@@ -6,8 +6,10 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+from typing import Any
 
 import pytest
+from google.protobuf import message_factory
 from pyspark.sql.types import (
     ArrayType,
     IntegerType,
@@ -169,8 +171,9 @@ message Other { string x = 1; }
 """
 
 
-def _reading_values() -> ProtobufValues:
-    routes = {
+def _reading_routes() -> dict[str, Any]:
+    """Subject ``t-value`` (id 21: READING, which references subject ``units``)."""
+    return {
         **versions(
             "t-value",
             (21, "PROTOBUF", READING),
@@ -178,8 +181,11 @@ def _reading_values() -> ProtobufValues:
         ),
         **versions("units", (20, "PROTOBUF", UNITS)),
     }
-    with fake_registry(routes) as (url, _):
-        values = plan_values("protobuf", RegistryClient(RegistrySettings(url)), "t-value")
+
+
+def _reading_values(message: str | None = None) -> ProtobufValues:
+    with fake_registry(_reading_routes()) as (url, _):
+        values = plan_values("protobuf", RegistryClient(RegistrySettings(url)), "t-value", message)
     assert isinstance(values, ProtobufValues)
     return values
 
@@ -206,8 +212,6 @@ def test_protobuf_compiles_the_latest_with_its_references_and_well_known_imports
 def test_a_framed_protobuf_value_decodes_to_its_row_and_anything_else_to_none() -> None:
     values = _reading_values()
     message = message_descriptor(file_descriptor(values.descriptor_set, values.file_name), (0,))
-    from google.protobuf import message_factory
-
     cls = message_factory.GetMessageClass(message)
     body = cls(device="d", n=3, unit=1, at={"seconds": 2}, xs=[1, 2], tags={"k": 4}).SerializeToString()
     decode = FramedDecoder(values.descriptor_set, values.file_name, values.schema_ids)
@@ -229,6 +233,41 @@ def test_a_framed_protobuf_value_decodes_to_its_row_and_anything_else_to_none() 
     assert decode(b"") is None  # a heartbeat's empty value
 
 
+@pytest.mark.parametrize(
+    ("message", "indexes", "full_name"),
+    [
+        (None, (0,), "r.Reading"),  # the file's first message
+        ("Other", (1,), "r.Other"),  # relative to the package
+        ("r.Other", (1,), "r.Other"),
+        ("Reading.Inner", (0, 1), "r.Reading.Inner"),  # after the map field's entry type
+    ],
+)
+def test_value_message_chooses_the_message_and_so_the_message_indexes_that_decode(
+    message: str | None, indexes: tuple[int, ...], full_name: str
+) -> None:
+    values = _reading_values(message)
+    assert (values.message_indexes, values.message_name) == (indexes, full_name)
+    descriptor = message_descriptor(file_descriptor(values.descriptor_set, values.file_name), indexes)
+    assert descriptor is not None
+    cls = message_factory.GetMessageClass(descriptor)
+    first_field = descriptor.fields[0].name  # a string in each of them
+    body = cls(**{first_field: "v"}).SerializeToString()
+    decode = FramedDecoder(values.descriptor_set, values.file_name, values.schema_ids, values.message_indexes)
+
+    row = decode(framing.frame(21, body, indexes))
+    assert row is not None
+    assert row[first_field] == "v"
+    other = (1,) if indexes != (1,) else (0,)
+    assert decode(framing.frame(21, body, other)) is None  # framed as another message of the file
+
+
+def test_a_value_message_the_schema_does_not_define_names_those_it_does() -> None:
+    with pytest.raises(
+        UsageError, match=r"--value-message Nope: .* it defines r\.Reading, r\.Reading\.Inner, r\.Other$"
+    ):
+        _reading_values("Nope")
+
+
 def test_a_proto_that_does_not_compile_says_where_without_the_temporary_path() -> None:
     with pytest.raises(ProtoCompileError, match=r"'x.proto' does not compile: x.proto:1:\d+: "):
         compile_descriptor_set("x.proto", {"x.proto": 'syntax = "proto3"; message { }'})
@@ -248,6 +287,18 @@ def test_a_proto_that_does_not_compile_says_where_without_the_temporary_path() -
         (
             ["--value-format", "avro", "--schema-registry-url", "http://r", "--value-schema", "a LONG"],
             "--value-schema: not with --value-format avro",
+        ),
+        (["--value-message", "shop.Payment"], "--value-message: only with --value-format protobuf"),
+        (
+            [
+                "--value-format",
+                "avro",
+                "--schema-registry-url",
+                "http://r",
+                "--value-message",
+                "shop.Payment",
+            ],
+            "--value-message: only with --value-format protobuf",
         ),
         (
             ["--value-format", "avro", "--schema-registry-url", "http://127.0.0.1:1"],
@@ -310,3 +361,25 @@ def test_a_missing_spark_avro_jar_is_one_line_saying_what_to_do() -> None:
         require_spark_avro(spark)  # type: ignore[arg-type]
     assert "make jars" in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_a_schema_of_several_messages_read_as_its_first_says_so_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from spark_consumer.cli import build_parser
+    from spark_consumer.common_options import registry_values
+
+    base = [*AGGREGATE, "--value-format", "protobuf"]
+    with fake_registry(_reading_routes()) as (url, _):
+        registry_values(build_parser().parse_args([*base, "--schema-registry-url", url]))
+        warned = capsys.readouterr().err
+        registry_values(
+            build_parser().parse_args([*base, "--schema-registry-url", url, "--value-message", "Other"])
+        )
+        chosen = capsys.readouterr().err
+
+    assert warned == (
+        "timesync-spark: warning: subject 't-value' defines several messages; the values are read as its "
+        "first, r.Reading (--value-message names another)\n"
+    )
+    assert chosen == ""

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
+from google.protobuf import descriptor_pb2
 
 from sidecar.formats.protobuf import SchemaError, protobuf_time_reader
 from sidecar.formats.timevalues import TimeValueError
-from sidecar.registry.protoc import MAIN_NAME, compile_proto
-from tests.unit.formats.proto_data import descriptor_set, payment, payment_class
+from sidecar.registry.protoc import MAIN_NAME, compile_proto, serialized_descriptor
+from tests.unit.formats.proto_data import COMMON, SCHEMA, descriptor_set, payment, payment_class
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +72,47 @@ def test_text_that_does_not_compile_gives_protocs_message_without_temporary_path
     assert "/tmp" not in str(caught.value)
 
 
+def test_protocs_log_lines_are_left_out_of_the_message() -> None:
+    # No syntax line: protoc's logging library warns (a banner and a W-line) before the error.
+    with pytest.raises(SchemaError) as caught:
+        compile_proto("message {", {})
+    assert str(caught.value).startswith("the Protobuf schema does not compile: timesync_schema.proto:1:")
+    assert "absl" not in str(caught.value)
+
+
 def test_a_missing_reference_does_not_compile() -> None:
     with pytest.raises(SchemaError, match=r"common/money\.proto"):
         compile_proto('syntax = "proto3"; import "common/money.proto"; message A { int32 a = 1; }', {})
+
+
+def serialized(compiled: bytes, name: str, as_name: str) -> str:
+    """File ``name`` of a compiled set as Confluent's Python client registers a schema: its
+    ``FileDescriptorProto`` in base64, under the name its producer gave it."""
+    (file,) = [f for f in descriptor_pb2.FileDescriptorSet.FromString(compiled).file if f.name == name]
+    file.name = as_name
+    return base64.b64encode(file.SerializeToString()).decode()
+
+
+@pytest.mark.parametrize("main_serialized", [True, False], ids=["schema serialized", "schema as text"])
+@pytest.mark.parametrize(
+    "reference_serialized", [True, False], ids=["reference serialized", "reference as text"]
+)
+def test_a_schema_or_reference_registered_as_a_serialized_descriptor_reads_as_its_text_does(
+    compiled: bytes, main_serialized: bool, reference_serialized: bool
+) -> None:
+    main = serialized(compiled, MAIN_NAME, "shop/payment.proto") if main_serialized else SCHEMA
+    reference = (
+        serialized(compiled, "common/money.proto", "common/money.proto") if reference_serialized else COMMON
+    )
+
+    reader = protobuf_time_reader(
+        compile_proto(main, {"common/money.proto": reference}), MAIN_NAME, (1,), ["meta", "at"], "ms"
+    )
+
+    assert reader.millis(payment(payment_class(compiled), 1_700_000_000_123)) == 1_700_000_000_123
+
+
+def test_proto_text_and_base64_that_is_no_descriptor_are_not_taken_for_one() -> None:
+    assert serialized_descriptor(SCHEMA) is None
+    assert serialized_descriptor('syntax="proto3";message A{int32 a=1;}') is None
+    assert serialized_descriptor("//x") is None  # base64's alphabet, not base64
