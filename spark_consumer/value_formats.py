@@ -80,8 +80,14 @@ def plan_values(
             f"(version {latest.version}, id {latest.id}), not {expected}"
         )
     if value_format == "avro":
-        writers = {v.id: v.schema for v in versions if v.schema_type == "AVRO"}
-        return AvroValues(subject, latest.schema, writers)
+        from sidecar.formats.avro_references import standalone
+
+        writers = {
+            v.id: standalone(v.schema, _referenced(client, v, {}))
+            for v in versions
+            if v.schema_type == "AVRO"
+        }
+        return AvroValues(subject, writers[latest.id], writers)
     from spark_consumer.protobuf_schema import compile_descriptor_set, message_path
 
     files = _proto_files(client, latest, {})
@@ -96,6 +102,17 @@ def proto_file_name(version: SchemaVersion) -> str:
     """The file name a subject's own .proto text is compiled under (references keep theirs)."""
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in version.subject)
     return f"{safe}.proto"
+
+
+def _referenced(client: RegistryClient, version: SchemaVersion, out: dict[str, str]) -> dict[str, str]:
+    """Every schema ``version`` references, and theirs in turn, by reference name (an Avro
+    reference is named by the full name of the type it defines)."""
+    for ref in version.references:
+        if ref.name not in out:
+            referenced = client.version(ref.subject, ref.version)
+            out[ref.name] = referenced.schema
+            _referenced(client, referenced, out)
+    return out
 
 
 def _proto_files(

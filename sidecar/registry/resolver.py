@@ -23,6 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 
 from sidecar.formats.avro import SchemaError, avro_time_reader
+from sidecar.formats.avro_references import standalone
 from sidecar.formats.extractor import SchemaTimestamp, Unreadable
 from sidecar.formats.protobuf import protobuf_time_reader
 from sidecar.registry.client import (
@@ -93,7 +94,8 @@ class SchemaResolver:
             return
         if extractor.format == "avro":
             try:
-                cache.put(sid, avro_time_reader(schema.text, extractor.path, extractor.unit))
+                text = standalone(schema.text, schema.references)
+                cache.put(sid, avro_time_reader(text, extractor.path, extractor.unit))
             except SchemaError as e:
                 cache.put(sid, Unreadable(str(e)))
             return

@@ -142,6 +142,33 @@ def test_avro_keeps_every_version_as_a_writer_and_reads_as_the_latest() -> None:
     assert values == AvroValues("t-value", V2, {11: V1, 12: V2})
 
 
+def test_avro_references_are_defined_in_the_schemas_spark_reads() -> None:
+    from tests.unit.formats.test_avro_references import META, ORDER, REGION
+
+    routes = {
+        **versions(
+            "t-value",
+            (13, "AVRO", json.dumps(ORDER)),
+            references=[
+                {"name": "common.Meta", "subject": "meta", "version": 1},
+                {"name": "common.Region", "subject": "region", "version": 1},
+            ],
+        ),
+        **versions(
+            "meta",
+            (30, "AVRO", json.dumps(META)),
+            references=[{"name": "common.Region", "subject": "region", "version": 1}],
+        ),
+        **versions("region", (31, "AVRO", json.dumps(REGION))),
+    }
+    with fake_registry(routes) as (url, _):
+        values = plan_values("avro", RegistryClient(RegistrySettings(url)), "t-value")
+    assert isinstance(values, AvroValues)
+    reader = json.loads(values.reader_schema)
+    assert {f["name"]: f["type"] for f in reader["fields"]}["meta"]["name"] == "Meta"  # defined in place
+    assert values.writer_schemas == {13: values.reader_schema}
+
+
 def test_a_subject_of_the_other_format_is_refused() -> None:
     avro_only = fake_registry(versions("t-value", (11, "AVRO", V1)))
     with (

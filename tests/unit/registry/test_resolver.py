@@ -104,6 +104,17 @@ async def test_protobuf_schemas_are_compiled_with_their_references() -> None:
     assert extractor.explain(records[1]) == "schema id 4, field meta.at: message shop.Ping has no field meta"
 
 
+async def test_avro_schemas_are_read_with_their_references() -> None:
+    from tests.unit.formats.test_avro_references import ORDER, RECORD, REFERENCES, written
+
+    client = FakeClient({5: RegisteredSchema(text(ORDER), "AVRO", REFERENCES)})
+    extractor = avro_extractor()
+    value = frame(5, written(ORDER, RECORD))
+    waits = Waits()
+    assert await SchemaResolver(client, waits.waiting, waits.stopped).resolve(extractor, [value])  # type: ignore[arg-type]
+    assert extractor.extract_all([Record("t", 0, 0, 1, value=value)]) == [1_700_000_000_123]
+
+
 @pytest.mark.parametrize("fmt", ["avro", "protobuf"])
 def test_unframed_values_need_no_schema(fmt: str) -> None:
     extractor = parse_extractor(f"{fmt}:ts")
