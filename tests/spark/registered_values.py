@@ -18,9 +18,18 @@ from spark_consumer.protobuf_schema import compile_descriptor_set
 
 def register(url: str, subject: str, schema: str, schema_type: str = "AVRO") -> int:
     """Register ``schema`` as the next version of ``subject``; its global id."""
+    return register_with_references(url, subject, schema, [], schema_type)
+
+
+def register_with_references(
+    url: str, subject: str, schema: str, references: list[dict[str, Any]], schema_type: str = "AVRO"
+) -> int:
+    """:func:`register` with schema references (``{"name", "subject", "version"}`` each)."""
     body: dict[str, Any] = {"schema": schema}
     if schema_type != "AVRO":
         body["schemaType"] = schema_type
+    if references:
+        body["references"] = references
     request = urllib.request.Request(
         f"{url}/subjects/{urllib.parse.quote(subject, safe='')}/versions",
         data=json.dumps(body).encode(),

@@ -254,3 +254,35 @@ def test_avro_values_that_do_not_decode_are_null_not_a_failed_query(
         None,
         None,
     ]
+
+
+def test_avro_with_a_schema_reference_decodes_with_the_referenced_type_in_place(
+    spark: SparkSession, schema_registry: str, topic_name: Callable[[str], str]
+) -> None:
+    place = {
+        "type": "record",
+        "name": "Place",
+        "namespace": "geo",
+        "fields": [{"name": "site", "type": "string"}],
+    }
+    reading = {
+        "type": "record",
+        "name": "Reading",
+        "fields": [{"name": "device", "type": "string"}, {"name": "at", "type": "geo.Place"}],
+    }
+    place_subject, subject = f"{topic_name('place')}-value", f"{topic_name('r')}-value"
+    registered_values.register(schema_registry, place_subject, json.dumps(place))
+    sid = registered_values.register_with_references(
+        schema_registry,
+        subject,
+        json.dumps(reading),
+        [{"name": "geo.Place", "subject": place_subject, "version": 1}],
+    )
+    values = plan_values("avro", RegistryClient(RegistrySettings(schema_registry)), subject)
+    assert isinstance(values, AvroValues)
+    value = registered_values.avro(sid, values.reader_schema, {"device": "a", "at": {"site": "s1"}})
+    frame = spark.createDataFrame([(value,)], "value BINARY")
+
+    (row,) = frame.select(decoded_value(F.col("value"), values).alias("data")).collect()
+
+    assert row.data.asDict(recursive=True) == {"device": "a", "at": {"site": "s1"}}
