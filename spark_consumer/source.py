@@ -58,6 +58,8 @@ class SourceOptions:
 
     ``values`` says how to decode Avro or Protobuf values (resolved against the registry at plan
     time, :func:`spark_consumer.value_formats.plan_values`); ``None``: the value is JSON text.
+    ``decode_values=False`` leaves an Avro or Protobuf ``value`` BINARY, for a job that decodes
+    parts of the topic with different schemas (a join of two subjects).
     """
 
     bootstrap_servers: str
@@ -67,6 +69,7 @@ class SourceOptions:
     max_offsets_per_trigger: int | None = None
     kafka_options: Mapping[str, str] = field(default_factory=dict)
     values: BinaryValues | None = None
+    decode_values: bool = True
 
 
 def read_kafka(spark: SparkSession, options: SourceOptions) -> DataFrame:
@@ -100,9 +103,11 @@ def _decimal(name: str) -> Column:
     return header(name).cast("string").try_cast("long")
 
 
-def value_column(values: BinaryValues | None) -> Column:
+def value_column(values: BinaryValues | None, binary: bool = False) -> Column:
     """``value``: the JSON text, or the Avro/Protobuf value decoded into a struct (NULL when it
-    does not decode, as a heartbeat's empty value does not)."""
+    does not decode, as a heartbeat's empty value does not); with ``binary``, the bytes as read."""
+    if binary:
+        return F.col("value")
     if values is None:
         return F.col("value").cast("string")
     from spark_consumer.value_decoding import decoded_value
@@ -110,7 +115,7 @@ def value_column(values: BinaryValues | None) -> Column:
     return decoded_value(F.col("value"), values)
 
 
-def ordered_records(raw: DataFrame, values: BinaryValues | None = None) -> DataFrame:
+def ordered_records(raw: DataFrame, values: BinaryValues | None = None, binary: bool = False) -> DataFrame:
     """Typed columns of the ordered topic, control records included.
 
     ``value`` is :func:`value_column`. ``source_*`` fall back to the record's own Kafka
@@ -119,7 +124,7 @@ def ordered_records(raw: DataFrame, values: BinaryValues | None = None) -> DataF
     """
     return raw.select(
         F.col("key").cast("string").alias("key"),
-        value_column(values).alias("value"),
+        value_column(values, binary).alias("value"),
         F.col("timestamp").alias(EVENT_TIME),
         F.unix_millis("timestamp").alias(TS),
         F.col("topic").alias("kafka_topic"),
@@ -168,6 +173,7 @@ def deduplicate(records: DataFrame) -> DataFrame:
 
 def ordered_stream(spark: SparkSession, options: SourceOptions, *, dedup: bool = True) -> DataFrame:
     """Data records of the ordered topic, watermarked (heartbeats counted), optionally deduplicated."""
-    records = ordered_records(read_kafka(spark, options), options.values)
+    binary = options.values is not None and not options.decode_values
+    records = ordered_records(read_kafka(spark, options), options.values, binary)
     stream = with_watermark(records, options.watermark_delay_ms)
     return deduplicate(stream) if dedup else stream

@@ -12,6 +12,7 @@ ordered topic's heartbeats move the watermark, so they come out through quiet pe
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -21,6 +22,7 @@ from pyspark.sql.types import StructType
 
 from spark_consumer.jobs import JobOutput
 from spark_consumer.source import EVENT_TIME, TS, SourceOptions, above_watermark, deduplicate, ordered_stream
+from spark_consumer.value_formats import BinaryValues
 from spark_consumer.values import DATA, key_column, with_data
 
 JoinHow = Literal["inner", "left", "outer"]
@@ -29,6 +31,9 @@ _SPARK_HOW = {"inner": "inner", "left": "left_outer", "outer": "full_outer"}
 
 @dataclass(frozen=True, slots=True)
 class JoinOptions:
+    """``right_values``: the right side's Avro or Protobuf values when they have a subject of
+    their own (the left side's are the source's); ``None``: one decoding for both sides."""
+
     left_topic: str
     right_topic: str
     within_ms: int
@@ -36,17 +41,27 @@ class JoinOptions:
     key_field: str | None = None
     left_schema: StructType | None = None
     right_schema: StructType | None = None
+    right_values: BinaryValues | None = None
 
 
 def side(
-    records: DataFrame, source_topic: str, schema: StructType | None, key_field: str | None
+    records: DataFrame,
+    source_topic: str,
+    schema: StructType | None,
+    key_field: str | None,
+    values: BinaryValues | None = None,
 ) -> DataFrame:
-    """One join side: the records of ``source_topic``, deduplicated, with key, time and value.
+    """One join side: the records of ``source_topic``, deduplicated, with key, time and value
+    (the value still BINARY in ``records`` is decoded here with ``values``).
 
     The topic filter is written with :func:`above_watermark`: pushed below the watermark, it
     would hide the heartbeats (and the other topic's records) from this side's watermark.
     """
     mine = deduplicate(records.filter(above_watermark(F.col("source_topic") == F.lit(source_topic))))
+    if values is not None:
+        from spark_consumer.value_decoding import decoded_value
+
+        mine = mine.withColumn("value", decoded_value(F.col("value"), values))
     mine = with_data(mine, schema)
     return mine.select(key_column(key_field).alias("key"), EVENT_TIME, TS, DATA)
 
@@ -91,7 +106,15 @@ def join(left: DataFrame, right: DataFrame, within_ms: int, how: JoinHow = "inne
 
 
 def build(spark: SparkSession, source: SourceOptions, options: JoinOptions) -> JobOutput:
-    records = ordered_stream(spark, source, dedup=False)  # each side deduplicates its own rows
-    left = side(records, options.left_topic, options.left_schema, options.key_field)
-    right = side(records, options.right_topic, options.right_schema or options.left_schema, options.key_field)
+    if options.right_values is None:
+        records = ordered_stream(spark, source, dedup=False)  # each side deduplicates its own rows
+        left = side(records, options.left_topic, options.left_schema, options.key_field)
+        right_schema = options.right_schema or options.left_schema
+        right = side(records, options.right_topic, right_schema, options.key_field)
+    else:  # two subjects: each side decodes its own values
+        records = ordered_stream(spark, dataclasses.replace(source, decode_values=False), dedup=False)
+        left = side(records, options.left_topic, options.left_schema, options.key_field, source.values)
+        right = side(
+            records, options.right_topic, options.right_schema, options.key_field, options.right_values
+        )
     return JobOutput(join(left, right, options.within_ms, options.how), "append")

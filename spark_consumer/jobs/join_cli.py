@@ -7,13 +7,16 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from spark_consumer.common_options import JobInput
+from spark_consumer.common_options import JobInput, registry_settings
 from spark_consumer.jobs import JobOutput
 from spark_consumer.jobs.command import Job
 from spark_consumer.options import UsageError, parse_duration
+from spark_consumer.schema_registry import RegistryClient, value_subject
+from spark_consumer.value_formats import BinaryValues, plan_values
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
 
     from spark_consumer.jobs.join import JoinOptions
 
@@ -34,6 +37,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--within", required=True, metavar="DURATION", help="max |right.ts - left.ts|")
     parser.add_argument("--how", choices=("inner", "left", "outer"), default="inner")
     parser.add_argument("--right-value-schema", metavar="DDL|FILE", help="when the right side differs")
+    parser.add_argument(
+        "--right-value-subject",
+        metavar="SUBJECT",
+        help="--value-format avro|protobuf: the right side's subject, when it differs (e.g. <--right>-value)",
+    )
+    parser.add_argument(
+        "--right-value-message",
+        metavar="NAME",
+        help="--value-format protobuf: the right side's message, when it differs",
+    )
 
 
 def plan(args: argparse.Namespace) -> JoinPlan:
@@ -44,24 +57,45 @@ def plan(args: argparse.Namespace) -> JoinPlan:
         raise UsageError(f"--right: the right source topic must differ from the left ({args.left!r})")
     if args.right_value_schema and args.value_format != "json":
         raise UsageError(
-            f"--right-value-schema: only with --value-format json; {args.value_format} values of both "
-            "sides decode with the value subject's schemas"
+            f"--right-value-schema: only with --value-format json; the right side's {args.value_format} "
+            "schema is its subject's (--right-value-subject)"
         )
-    options = JoinOptions(args.left, args.right, within_ms, args.how, args.key_field)
+    options = JoinOptions(
+        args.left, args.right, within_ms, args.how, args.key_field, right_values=right_registry_values(args)
+    )
     return JoinPlan(options, args.right_value_schema)
 
 
+def right_registry_values(args: argparse.Namespace) -> BinaryValues | None:
+    """The right side's own Avro or Protobuf values (``--right-value-subject``, and for Protobuf
+    ``--right-value-message``), fetched before Spark starts; ``None`` when both sides share the
+    value subject's."""
+    if args.right_value_subject is None and args.right_value_message is None:
+        return None
+    flag = "--right-value-subject" if args.right_value_subject is not None else "--right-value-message"
+    if args.value_format == "json":
+        raise UsageError(f"{flag}: only with --value-format avro or protobuf (JSON: --right-value-schema)")
+    if args.right_value_message is not None and args.value_format != "protobuf":
+        raise UsageError("--right-value-message: only with --value-format protobuf")
+    subject = args.right_value_subject or value_subject(args.topic, args.value_subject)
+    client = RegistryClient(registry_settings(args))
+    return plan_values(args.value_format, client, subject, args.right_value_message)
+
+
 def build(spark: SparkSession, given: JobInput, planned: JoinPlan) -> JobOutput:
-    """Both sides read ``--value-schema`` unless the right one has its own."""
+    """Both sides read ``--value-schema`` (or the value subject's) unless the right one has its own."""
     from spark_consumer.jobs import join
     from spark_consumer.schema import field_type, load_schema
 
     left = given.value_schema
-    right = (
-        load_schema(planned.right_value_schema, "--right-value-schema")
-        if planned.right_value_schema
-        else left
-    )
+    if planned.options.right_values is not None:
+        from spark_consumer.value_decoding import value_struct
+
+        right: StructType | None = value_struct(spark, planned.options.right_values)
+    elif planned.right_value_schema:
+        right = load_schema(planned.right_value_schema, "--right-value-schema")
+    else:
+        right = left
     if right is not None and given.key_field:
         field_type(right, given.key_field, "--key-field")
     options = dataclasses.replace(planned.options, left_schema=left, right_schema=right)

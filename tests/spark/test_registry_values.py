@@ -410,3 +410,49 @@ def test_a_schema_of_several_messages_read_as_its_first_says_so_once(
         "first, r.Reading (--value-message names another)\n"
     )
     assert chosen == ""
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--right-value-subject", "c-value"],
+            "--right-value-subject: only with --value-format avro or protobuf",
+        ),
+        (
+            ["--value-format", "avro", "--schema-registry-url", "http://r", "--right-value-message", "C"],
+            "--right-value-message: only with --value-format protobuf",
+        ),
+        (
+            ["--value-format", "avro", "--schema-registry-url", "http://r", "--right-value-schema", "a LONG"],
+            "--right-value-schema: only with --value-format json; the right side's avro schema is its "
+            "subject's (--right-value-subject)",
+        ),
+    ],
+)
+def test_join_right_side_value_mistakes_are_one_line_before_spark(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    join = ["join", *COMMON, "--sink", "console", "--left", "a", "--right", "b", "--within", "1s"]
+    with fake_registry(versions("t-value", (11, "AVRO", V1))) as (url, _):
+        argv = [*join, *(url if part == "http://r" else part for part in extra)]
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"timesync-spark: error: {message}"), err
+    assert err.count("\n") == 1
+
+
+def test_the_right_sides_subject_is_fetched_before_spark_starts(capsys: pytest.CaptureFixture[str]) -> None:
+    join = ["join", *COMMON, "--sink", "console", "--left", "a", "--right", "b", "--within", "1s"]
+    with fake_registry(versions("t-value", (11, "AVRO", V1))) as (url, _):
+        argv = [
+            *join,
+            "--value-format",
+            "avro",
+            "--schema-registry-url",
+            url,
+            "--right-value-subject",
+            "nope",
+        ]
+        assert main(argv) == 2
+    assert "/subjects/nope/versions (404)" in capsys.readouterr().err

@@ -204,6 +204,63 @@ def test_join_on_protobuf_values_keys_on_a_decoded_field(
     assert {r.left.taken.timestamp() for r in out} == {1.0, 9.0}
 
 
+CLICK_PROTO = """
+syntax = "proto3";
+package timesync.test;
+
+message Click { string device = 1; string button = 2; }
+"""
+
+
+def test_join_of_two_protobuf_subjects_decodes_each_side_with_its_own(
+    spark: SparkSession, stream: Any, schema_registry: str
+) -> None:
+    """Each input topic has its own subject (the serializers' default naming): the right side
+    names its subject with ``--right-value-subject``."""
+    records: list[OrderedRecord] = []
+
+    def build(src: SourceOptions) -> JobOutput:
+        left_subject, right_subject = value_subject(src.topic), f"{src.topic}-clicks-value"
+        reading = registered_values.ProtobufWriter(
+            registered_values.register(schema_registry, left_subject, READING_PROTO, "PROTOBUF"),
+            READING_PROTO,
+        )
+        click = registered_values.ProtobufWriter(
+            registered_values.register(schema_registry, right_subject, CLICK_PROTO, "PROTOBUF"), CLICK_PROTO
+        )
+        stamp = Stamper()
+        records.extend(
+            [
+                stamp.record(1, reading(device="a", temp=1.0), key="k", topic="readings"),
+                stamp.record(2, click(device="a", button="buy"), key="k", topic="clicks"),
+                stamp.record(3, click(device="b", button="back"), key="k", topic="clicks"),
+                stamp.heartbeat(40),
+            ]
+        )
+        argv = ["join", "--bootstrap-servers", src.bootstrap_servers, "--topic", src.topic]
+        argv += [
+            "--checkpoint",
+            "/tmp/unused",
+            "--sink",
+            "console",
+            "--left",
+            "readings",
+            "--right",
+            "clicks",
+        ]
+        argv += ["--within", "6ms", "--how", "left", "--key-field", "device", "--value-format", "protobuf"]
+        argv += ["--schema-registry-url", schema_registry, "--right-value-subject", right_subject]
+        plan = Plan(build_parser().parse_args(argv))
+        given = job_input(plan.args, dataclasses.replace(src, values=plan.source.values))
+        return plan.command.build(spark, given, plan.options)
+
+    out = stream(build, watermark_delay_ms=1).feed(*records)
+
+    assert [(r.key, r.left_ts, r.right_ts, r.left.temp, r.right.button) for r in out] == [
+        ("a", 1, 2, 1.0, "buy")
+    ]
+
+
 def test_the_cli_plan_fetches_the_subject_and_the_job_reads_the_decoded_fields(
     spark: SparkSession, schema_registry: str, topic_name: Callable[[str], str]
 ) -> None:
