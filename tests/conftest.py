@@ -118,10 +118,11 @@ _SERVER_FIXTURES = {
 
 #: The longest tests that bring a whole stack of their own: the image smoke tests (the package,
 #: venvs), the quick bench run (every peer, Spark; a broker of that worker's own) and the fault
-#: tests on the three-node cluster (its own three brokers). Together, on the worker that is not
-#: running the server tests, so the suite's long paths overlap instead of adding up.
+#: tests on brokers of their own (the three-node cluster, the single node, the broker a test
+#: restarts). Together, on the worker that is not running the server tests, so the suite's long
+#: paths overlap instead of adding up.
 _SECOND_GROUP = ("tests/deploy/test_image_smoke.py", "tests/bench/test_bench_quick.py")
-_SECOND_GROUP_FIXTURES = {"cluster3"}
+_SECOND_GROUP_FIXTURES = {"cluster3", "single_node", "own_broker"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the node ids
@@ -129,8 +130,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under pytest-xdist (``make test`` runs two workers with ``--dist loadgroup``): every test
     that needs the session's broker, a registry or Spark runs on one worker, in collection order,
     so the session keeps one broker and its package and module fixtures stay shared; the tests
-    with a stack of their own (:data:`_SECOND_GROUP`, and every test on the three-node cluster, so
-    that the cluster starts once) form a second group on the other worker; everything else — the
+    with a stack of their own (:data:`_SECOND_GROUP`, and every test on brokers of its own, so
+    that each such fixture starts once) form a second group on the other worker; everything else — the
     pure tests — fills in. xdist hands the group with the most tests to the first worker and the
     next largest to the second, so the two never share a worker while every other group has one
     test. Without xdist the markers change nothing."""
