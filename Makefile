@@ -14,7 +14,7 @@ POMS := deploy/local/pom.xml deploy/local/broker/pom.xml deploy/local/spark/pom.
 PYTEST_ARGS ?=
 # Two workers: one runs every test that needs the session's broker, a registry or Spark, in order;
 # the other meanwhile the tests with a stack of their own (the image smoke tests, the quick bench
-# run, the faults on the three-node cluster); the pure tests fill in (tests/conftest.py groups them).
+# run, the fault tests on brokers of their own); the pure tests fill in (tests/conftest.py groups them).
 # PYTEST_WORKERS= runs the suite in one process.
 PYTEST_WORKERS ?= -n 2 --dist loadgroup
 
