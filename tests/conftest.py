@@ -117,11 +117,15 @@ _SERVER_FIXTURES = {
 
 
 #: The longest tests that bring a whole stack of their own: the image smoke tests (the package,
-#: venvs), the quick bench run (every peer, Spark; a broker of that worker's own) and the fault
-#: tests on brokers of their own (the three-node cluster, the single node, the broker a test
-#: restarts). Together, on the worker that is not running the server tests, so the suite's long
-#: paths overlap instead of adding up.
-_SECOND_GROUP = ("tests/deploy/test_image_smoke.py", "tests/bench/test_bench_quick.py")
+#: venvs), the quick bench run and the Spark job's kill -9 and restart (Spark in processes of
+#: their own, on a broker of that worker's own) and the fault tests on brokers of their own (the
+#: three-node cluster, the single node, the broker a test restarts). Together, on the worker that
+#: is not running the server tests, so the suite's long paths overlap instead of adding up.
+_SECOND_GROUP = (
+    "tests/deploy/test_image_smoke.py",
+    "tests/bench/test_bench_quick.py",
+    "tests/faults/test_spark_restart.py",
+)
 _SECOND_GROUP_FIXTURES = {"cluster3", "single_node", "own_broker"}
 
 
