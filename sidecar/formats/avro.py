@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import copy
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import fastavro
@@ -38,7 +38,8 @@ except ImportError:  # built without a C compiler: the plan runs in Python (same
 
 _PRIMITIVE_TIMES = {"int", "long", "float", "double", "string"}
 _LOGICAL: dict[str, Kind] = {"timestamp-millis": "millis", "timestamp-micros": "micros"}
-_NAMED = {"record", "enum", "fixed", "error"}
+#: Avro's named types (a schema defines each once and names it afterwards).
+NAMED_TYPES = {"record", "enum", "fixed", "error"}
 
 
 class SchemaError(ValueError):
@@ -136,7 +137,9 @@ def avro_time_reader(schema_text: str, path: Sequence[str], unit: Unit) -> Plann
     return AvroTimeReader(writer_parsed, reader_parsed, path, kind, unit)
 
 
-def _fullname(node: dict[str, Any], namespace: str | None) -> tuple[str, str | None]:
+def fullname(node: Mapping[str, Any], namespace: str | None) -> tuple[str, str | None]:
+    """A named type's full name, and the namespace the names inside it inherit (Avro's rule: a
+    dotted name is full; else the type's own ``namespace``, else the enclosing one)."""
     name = str(node["name"])
     if "." in name:
         return name, name.rpartition(".")[0]
@@ -151,8 +154,8 @@ def _named_types(node: Any, namespace: str | None, out: dict[str, Any]) -> dict[
             _named_types(branch, namespace, out)
     elif isinstance(node, dict):
         kind = node.get("type")
-        if kind in _NAMED and "name" in node:
-            full, namespace = _fullname(node, namespace)
+        if kind in NAMED_TYPES and "name" in node:
+            full, namespace = fullname(node, namespace)
             out[full] = (node, namespace)
             out.setdefault(full.rpartition(".")[2], (node, namespace))
         if kind in {"record", "error"}:

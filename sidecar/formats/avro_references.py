@@ -19,10 +19,9 @@ from typing import Any
 
 import orjson
 
-from sidecar.formats.avro import SchemaError
+from sidecar.formats.avro import NAMED_TYPES, SchemaError, fullname
 
 _PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
-_NAMED = {"record", "error", "enum", "fixed"}
 
 
 def standalone(schema_text: str, references: Mapping[str, str]) -> str:
@@ -45,15 +44,6 @@ def standalone(schema_text: str, references: Mapping[str, str]) -> str:
     return orjson.dumps(_inline(main, None, definitions, set())).decode()
 
 
-def _fullname(node: Mapping[str, Any], namespace: str | None) -> tuple[str, str | None]:
-    """A named type's full name and the namespace its own nested names inherit."""
-    name = str(node["name"])
-    if "." in name:
-        return name, name.rpartition(".")[0]
-    ns = node.get("namespace", namespace) or None
-    return (f"{ns}.{name}" if ns else name), ns
-
-
 def _collect(node: Any, namespace: str | None, out: dict[str, Any]) -> None:
     """The top-level named types of a referenced schema, by full name, each made independent of
     where it will be written: its name fully qualified (an empty namespace where it has none)."""
@@ -61,8 +51,8 @@ def _collect(node: Any, namespace: str | None, out: dict[str, Any]) -> None:
         for branch in node:
             _collect(branch, namespace, out)
         return
-    if isinstance(node, dict) and node.get("type") in _NAMED and "name" in node:
-        full, ns = _fullname(node, namespace)
+    if isinstance(node, dict) and node.get("type") in NAMED_TYPES and "name" in node:
+        full, ns = fullname(node, namespace)
         definition = copy.deepcopy(node)
         definition["name"] = full.rpartition(".")[2]
         definition["namespace"] = ns or ""
@@ -90,8 +80,8 @@ def _inline(node: Any, namespace: str | None, definitions: Mapping[str, Any], de
         return node
     kind = node.get("type")
     out = dict(node)
-    if kind in _NAMED and "name" in node:
-        full, namespace = _fullname(node, namespace)
+    if kind in NAMED_TYPES and "name" in node:
+        full, namespace = fullname(node, namespace)
         defined.add(full)
     if kind in {"record", "error"}:
         out["fields"] = [
@@ -102,6 +92,6 @@ def _inline(node: Any, namespace: str | None, definitions: Mapping[str, Any], de
         out["items"] = _inline(node.get("items"), namespace, definitions, defined)
     elif kind == "map":
         out["values"] = _inline(node.get("values"), namespace, definitions, defined)
-    elif isinstance(kind, str | list | dict) and kind not in _NAMED:
+    elif isinstance(kind, str | list | dict) and kind not in NAMED_TYPES:
         out["type"] = _inline(kind, namespace, definitions, defined)
     return out
