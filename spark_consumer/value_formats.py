@@ -90,9 +90,8 @@ def plan_values(
         return AvroValues(subject, writers[latest.id], writers)
     from spark_consumer.protobuf_schema import compile_descriptor_set, message_path
 
-    files = _proto_files(client, latest, {})
     name = proto_file_name(latest)
-    descriptor_set = compile_descriptor_set(name, files)
+    descriptor_set = compile_descriptor_set(name, {**_referenced(client, latest, {}), name: latest.schema})
     indexes, full_name = message_path(descriptor_set, name, message)
     ids = frozenset(v.id for v in versions)
     return ProtobufValues(subject, descriptor_set, name, ids, indexes, full_name)
@@ -105,22 +104,11 @@ def proto_file_name(version: SchemaVersion) -> str:
 
 
 def _referenced(client: RegistryClient, version: SchemaVersion, out: dict[str, str]) -> dict[str, str]:
-    """Every schema ``version`` references, and theirs in turn, by reference name (an Avro
-    reference is named by the full name of the type it defines)."""
+    """Every schema ``version`` references, and theirs in turn, by reference name: a Protobuf
+    reference by its import name, an Avro one by the full name of the type it defines."""
     for ref in version.references:
         if ref.name not in out:
             referenced = client.version(ref.subject, ref.version)
             out[ref.name] = referenced.schema
             _referenced(client, referenced, out)
     return out
-
-
-def _proto_files(
-    client: RegistryClient, version: SchemaVersion, files: dict[str, str], name: str | None = None
-) -> dict[str, str]:
-    """``version``'s .proto text and, recursively, every file it references, by import name."""
-    files[name or proto_file_name(version)] = version.schema
-    for ref in version.references:
-        if ref.name not in files:
-            _proto_files(client, client.version(ref.subject, ref.version), files, ref.name)
-    return files

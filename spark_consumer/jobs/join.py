@@ -106,15 +106,13 @@ def join(left: DataFrame, right: DataFrame, within_ms: int, how: JoinHow = "inne
 
 
 def build(spark: SparkSession, source: SourceOptions, options: JoinOptions) -> JobOutput:
-    if options.right_values is None:
-        records = ordered_stream(spark, source, dedup=False)  # each side deduplicates its own rows
-        left = side(records, options.left_topic, options.left_schema, options.key_field)
-        right_schema = options.right_schema or options.left_schema
-        right = side(records, options.right_topic, right_schema, options.key_field)
-    else:  # two subjects: each side decodes its own values
-        records = ordered_stream(spark, dataclasses.replace(source, decode_values=False), dedup=False)
-        left = side(records, options.left_topic, options.left_schema, options.key_field, source.values)
-        right = side(
-            records, options.right_topic, options.right_schema, options.key_field, options.right_values
-        )
+    # Each side deduplicates its own rows. With two subjects the source leaves the value BINARY
+    # and each side decodes its own records.
+    apart = options.right_values is not None
+    records = ordered_stream(spark, dataclasses.replace(source, decode_values=not apart), dedup=False)
+    left = side(
+        records, options.left_topic, options.left_schema, options.key_field, source.values if apart else None
+    )
+    right_schema = options.right_schema or options.left_schema
+    right = side(records, options.right_topic, right_schema, options.key_field, options.right_values)
     return JobOutput(join(left, right, options.within_ms, options.how), "append")
