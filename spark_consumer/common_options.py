@@ -251,16 +251,24 @@ def registry_values(args: argparse.Namespace) -> BinaryValues | None:
         raise UsageError(
             f"--value-schema: not with --value-format {args.value_format}; the schema comes from the registry"
         )
-    client = RegistryClient(registry_settings(args))
     subject = value_subject(args.topic, args.value_subject)
-    values = plan_values(args.value_format, client, subject, args.value_message)
-    if isinstance(values, ProtobufValues) and args.value_message is None:
+    return subject_values(args, subject, args.value_message, "--value-message")
+
+
+def subject_values(
+    args: argparse.Namespace, subject: str, message: str | None, message_flag: str
+) -> BinaryValues:
+    """``subject``'s schemas from the registry of ``--schema-registry-*``, planned for
+    ``--value-format`` (and Protobuf's ``message``); a warning on stderr when a Protobuf file of
+    several messages is read as its first because ``message_flag`` named none."""
+    values = plan_values(args.value_format, RegistryClient(registry_settings(args)), subject, message)
+    if isinstance(values, ProtobufValues) and message is None:
         from spark_consumer.protobuf_schema import top_level_messages
 
         if top_level_messages(values.descriptor_set, values.file_name) > 1:
             print(
                 f"{PROG}: warning: subject {subject!r} defines several messages; the values are read as "
-                f"its first, {values.message_name} (--value-message names another)",
+                f"its first, {values.message_name} ({message_flag} names another)",
                 file=sys.stderr,
             )
     return values

@@ -7,12 +7,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from spark_consumer.common_options import JobInput, registry_settings
+from spark_consumer.common_options import JobInput, subject_values
 from spark_consumer.jobs import JobOutput
 from spark_consumer.jobs.command import Job
 from spark_consumer.options import UsageError, parse_duration
-from spark_consumer.schema_registry import RegistryClient, value_subject
-from spark_consumer.value_formats import BinaryValues, plan_values
+from spark_consumer.schema_registry import value_subject
+from spark_consumer.value_formats import BinaryValues
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -78,8 +78,7 @@ def right_registry_values(args: argparse.Namespace) -> BinaryValues | None:
     if args.right_value_message is not None and args.value_format != "protobuf":
         raise UsageError("--right-value-message: only with --value-format protobuf")
     subject = args.right_value_subject or value_subject(args.topic, args.value_subject)
-    client = RegistryClient(registry_settings(args))
-    return plan_values(args.value_format, client, subject, args.right_value_message)
+    return subject_values(args, subject, args.right_value_message, "--right-value-message")
 
 
 def build(spark: SparkSession, given: JobInput, planned: JoinPlan) -> JobOutput:

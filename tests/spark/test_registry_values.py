@@ -456,3 +456,26 @@ def test_the_right_sides_subject_is_fetched_before_spark_starts(capsys: pytest.C
         ]
         assert main(argv) == 2
     assert "/subjects/nope/versions (404)" in capsys.readouterr().err
+
+
+def test_the_right_side_read_as_the_first_of_several_messages_says_so_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from spark_consumer.cli import build_parser
+    from spark_consumer.jobs.join_cli import right_registry_values
+
+    join = ["join", *COMMON, "--sink", "console", "--left", "a", "--right", "b", "--within", "1s"]
+    with fake_registry(_reading_routes()) as (url, _):
+        argv = [
+            *join,
+            "--value-format",
+            "protobuf",
+            "--schema-registry-url",
+            url,
+            "--right-value-subject",
+            "t-value",
+        ]
+        values = right_registry_values(build_parser().parse_args(argv))
+
+    assert isinstance(values, ProtobufValues)
+    assert capsys.readouterr().err.endswith("its first, r.Reading (--right-value-message names another)\n")
