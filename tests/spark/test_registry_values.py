@@ -46,6 +46,7 @@ V2 = json.dumps(
 )
 COMMON = ["--bootstrap-servers", "127.0.0.1:1", "--topic", "t", "--checkpoint", "/tmp/unused"]
 AGGREGATE = ["aggregate", *COMMON, "--sink", "console", "--size", "5s", "--key-field", "a"]
+JOIN = ["join", *COMMON, "--sink", "console", "--left", "a", "--right", "b", "--within", "1s"]
 
 
 # --- framing ------------------------------------------------------------------------------------
@@ -433,9 +434,8 @@ def test_a_schema_of_several_messages_read_as_its_first_says_so_once(
 def test_join_right_side_value_mistakes_are_one_line_before_spark(
     extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    join = ["join", *COMMON, "--sink", "console", "--left", "a", "--right", "b", "--within", "1s"]
     with fake_registry(versions("t-value", (11, "AVRO", V1))) as (url, _):
-        argv = [*join, *(url if part == "http://r" else part for part in extra)]
+        argv = [*JOIN, *(url if part == "http://r" else part for part in extra)]
         assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"timesync-spark: error: {message}"), err
@@ -443,10 +443,9 @@ def test_join_right_side_value_mistakes_are_one_line_before_spark(
 
 
 def test_the_right_sides_subject_is_fetched_before_spark_starts(capsys: pytest.CaptureFixture[str]) -> None:
-    join = ["join", *COMMON, "--sink", "console", "--left", "a", "--right", "b", "--within", "1s"]
     with fake_registry(versions("t-value", (11, "AVRO", V1))) as (url, _):
         argv = [
-            *join,
+            *JOIN,
             "--value-format",
             "avro",
             "--schema-registry-url",
@@ -464,10 +463,9 @@ def test_the_right_side_read_as_the_first_of_several_messages_says_so_too(
     from spark_consumer.cli import build_parser
     from spark_consumer.jobs.join_cli import right_registry_values
 
-    join = ["join", *COMMON, "--sink", "console", "--left", "a", "--right", "b", "--within", "1s"]
     with fake_registry(_reading_routes()) as (url, _):
         argv = [
-            *join,
+            *JOIN,
             "--value-format",
             "protobuf",
             "--schema-registry-url",
