@@ -131,7 +131,8 @@ def test_any_extractor_spec_parses_or_says_what_is_allowed(spec: str) -> None:
     except ValueError as e:
         message = str(e)
     else:
-        assert spec == "record" or spec.startswith("json:")
+        assert spec == "record" or spec.startswith(("json:", "avro:", "protobuf:"))
+        # An avro:/protobuf: extractor finds no registry framing in a JSON value: invalid, said why.
         check(extractor, [Record("a", 0, 0, 5, value=b'{"ts": 1}')])
         return
     assert message
