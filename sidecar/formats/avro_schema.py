@@ -59,7 +59,7 @@ def fullname(node: Mapping[str, Any], namespace: str | None) -> tuple[str, str |
     dotted name is full; else the type's own ``namespace``, else the enclosing one)."""
     name = node.get("name")
     if not isinstance(name, str) or not name:
-        raise SchemaError(f"a {node.get('type')} has the name {short(name)}, not a non-empty string")
+        raise SchemaError(f"the {node.get('type')} named {short(name)}: a name is a non-empty string")
     if "." in name:
         return name, name.rpartition(".")[0]
     ns = node.get("namespace", namespace)
@@ -169,7 +169,7 @@ def _children(node: dict[str, Any], kind: Any) -> list[Any]:
     if kind in ("array", "map"):
         key = "items" if kind == "array" else "values"
         if key not in node:
-            raise SchemaError(f"an {kind} without {key}: {short(node)}")
+            raise SchemaError(f"{'an array' if kind == 'array' else 'a map'} without {key}: {short(node)}")
         return [node[key]]
     if kind in PRIMITIVES:
         return []

@@ -77,17 +77,25 @@ def protobuf_time_reader(
 ) -> ProtobufTimeReader:
     """The reader for the message at ``indexes`` of ``file_name`` in the serialized
     ``FileDescriptorSet``; :class:`SchemaError` when it has no such message or no time at
-    ``path``."""
-    files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set)
-    pool = descriptor_pool.DescriptorPool()
-    for proto in files.file:  # protoc writes dependencies before their dependents
-        pool.Add(proto)
+    ``path``, or when the set does not load (whatever the runtime raises: it says why)."""
+    try:
+        files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set)
+        pool = descriptor_pool.DescriptorPool()
+        for proto in files.file:  # protoc writes dependencies before their dependents
+            pool.Add(proto)
+    except Exception as e:  # DecodeError, TypeError for a conflict, …: all mean "not loadable"
+        raise SchemaError(f"the compiled descriptors do not load: {type(e).__name__}: {_line(e)}") from None
     for proto in files.file:
         if proto.name == file_name:
             break
     else:
         raise SchemaError(f"the descriptor set has no file {file_name}")
-    message = pool.FindMessageTypeByName(_message_name(proto, indexes))
+    name = _message_name(proto, indexes)
+    try:
+        message = pool.FindMessageTypeByName(name)
+        cls = message_factory.GetMessageClass(message)
+    except Exception as e:  # a descriptor the pool took but cannot build
+        raise SchemaError(f"message {name} does not load: {type(e).__name__}: {_line(e)}") from None
     fields: list[FieldDescriptor] = []
     desc: Descriptor | None = message
     for i, part in enumerate(path):
@@ -109,7 +117,11 @@ def protobuf_time_reader(
     )
     if not timestamp and leaf.type not in _PLAIN:
         raise SchemaError(f"field {'.'.join(path)} is not a number, a string or a {TIMESTAMP}")
-    return ProtobufTimeReader(message_factory.GetMessageClass(message), fields, timestamp, unit)
+    return ProtobufTimeReader(cls, fields, timestamp, unit)
+
+
+def _line(error: Exception) -> str:
+    return " ".join(str(error).split())[:200]
 
 
 def _repeated(field: FieldDescriptor) -> bool:
