@@ -9,6 +9,13 @@ refuse the second.
 
 ``google.protobuf.Timestamp`` is read as what it is (seconds and nanos); other fields take the
 extractor's unit. A message field on the path that is not set is an invalid time, not 1970.
+
+Untrusted bodies: protobuf's runtime (upb, the default since protobuf 4.21) parses in C without
+recursion in Python, in time linear in the body (a megabyte of unknown fields: milliseconds), and
+stops at 100 levels of nested messages (``upb_DecodeOptions_MaxDepth``): a body 10,000 deep is a
+``DecodeError``, an invalid timestamp like any body that does not decode. Descriptor sets come
+from our own protoc run (:mod:`sidecar.registry.protoc`), bounded there; one the runtime cannot
+load is a :class:`SchemaError` with its reason.
 """
 
 from __future__ import annotations
