@@ -9,7 +9,7 @@ What it feeds, each input one of:
   time in Kafka's range, or a ``DecodeError`` / ``TimeValueError`` / framing verdict;
 * **descriptor sets** — the compiled ``FileDescriptorSet`` of those schemas, mutated as bytes,
   into :func:`protobuf_time_reader`: a reader or a :class:`SchemaError`;
-* **.proto text** (one input in 2,000: each runs protoc in a child process, ~60 ms) — the
+* **.proto text** (one input in 2,000: each runs protoc in a child process, ~0.1 s) — the
   schemas' text mutated, with references, into :func:`compile_proto`: a descriptor set or a
   :class:`SchemaError`.
 
