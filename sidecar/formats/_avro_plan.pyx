@@ -139,7 +139,11 @@ cdef class CompiledPlan:
         self.work = 0
         self.budget = (n - start) + _MAX_FREE_STEPS
         while True:
+            if pc < 0 or pc >= self.count:  # only a plan not made by compile_plan gets here
+                raise PlanError(f"the plan has no op at {pc}")
             op = self.ops[pc]
+            if (op == NEXT or op == RETURN) and self.depth == 0:
+                raise PlanError(f"the plan has no open frame at {pc}")
             if op == SKIP_VARINT:
                 pos = _varint(buf, n, pos, &v)
                 pc += 1

@@ -313,7 +313,11 @@ def run_plan(plan: Sequence[int], buf: bytes, pos: int) -> object:
     run: list[Any] = [frames, 0, len(buf) - pos + MAX_FREE_STEPS]
     pc = 0
     while True:
+        if not 0 <= pc < len(plan):  # only a plan not made by compile_plan gets here
+            raise PlanError(f"the plan has no op at {pc}")
         op = plan[pc]
+        if op in (NEXT, RETURN) and not frames:
+            raise PlanError(f"the plan has no open frame at {pc}")
         if op == SKIP_VARINT:
             pos = _varint(buf, pos)[1]
             pc += 1

@@ -183,7 +183,11 @@ def deep(levels: int) -> dict[str, Any]:
         ),
         (record("E", a="Nowhere", ts="long"), ["ts"], "type Nowhere is not defined before it is used"),
         (record("E", a={"type": 7}, ts="long"), ["ts"], '{"type":7} has no type'),
-        (record("E", a={"type": "record", "name": 5, "fields": []}, ts="long"), ["ts"], "the record named 5: a name is a non-empty string"),
+        (
+            record("E", a={"type": "record", "name": 5, "fields": []}, ts="long"),
+            ["ts"],
+            "the record named 5: a name is a non-empty string",
+        ),
         (["null", "long", {"type": {"type": [3]}}], ["ts"], "3 is not an Avro type"),
         (record("E", ts=["long", "string"]), ["ts"], "ts is a union of 2 non-null types"),
         ("[" * 1100 + "]" * 1100, ["ts"], "schema is not JSON"),

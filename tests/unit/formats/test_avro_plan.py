@@ -16,9 +16,12 @@ from sidecar.formats._avro_plan import CompiledPlan
 from sidecar.formats.avro import PlannedAvroReader, avro_time_reader
 from sidecar.formats.avro_plan import (
     DEPTH_MESSAGE,
+    JUMP,
     MAX_DEPTH,
     MAX_FREE_STEPS,
     MAX_PLAN_OPS,
+    RETURN,
+    SKIP_VARINT,
     WORK_MESSAGE,
     PlanError,
     compile_plan,
@@ -280,3 +283,19 @@ def test_without_the_c_extension_the_plan_runs_in_python(monkeypatch: pytest.Mon
         "nums": [], "tags": {}, "nulls": [], "meta": {"again": b"1234", "ts": 5_000_000, "after": ""},
     }  # fmt: skip
     assert reader.millis(encode(WIDE, value)) == 5_000
+
+
+@pytest.mark.parametrize(
+    ("plan", "reason"),
+    [
+        ((SKIP_VARINT,), "the plan has no op at 1"),
+        ((RETURN,), "the plan has no open frame at 0"),
+        ((JUMP, -5), "the plan has no op at -5"),
+    ],
+    ids=["running off the end", "a RETURN without a CALL", "a JUMP before the start"],
+)
+def test_a_plan_not_made_by_the_compiler_fails_alike_and_never_reads_out_of_bounds(
+    plan: tuple[int, ...], reason: str
+) -> None:
+    with pytest.raises(PlanError, match=reason):
+        both(plan, b"\x00")
