@@ -124,7 +124,22 @@ def protobuf_time_reader(
     )
     if not timestamp and leaf.type not in _PLAIN:
         raise SchemaError(f"field {'.'.join(path)} is not a number, a string or a {TIMESTAMP}")
+    if timestamp and not _well_known_timestamp(leaf.message_type):
+        # A schema may define a message of that name itself (without importing the real one).
+        raise SchemaError(f"field {'.'.join(path)} is a {TIMESTAMP} without int64 seconds and int32 nanos")
     return ProtobufTimeReader(cls, fields, timestamp, unit)
+
+
+def _well_known_timestamp(desc: Descriptor | None) -> bool:
+    """``desc`` has the well-known Timestamp's fields: ``int64 seconds`` and ``int32 nanos``."""
+    if desc is None:
+        return False
+    want = {"seconds": FieldDescriptor.TYPE_INT64, "nanos": FieldDescriptor.TYPE_INT32}
+    for name, kind in want.items():
+        field = desc.fields_by_name.get(name)
+        if field is None or field.type != kind or _repeated(field):
+            return False
+    return True
 
 
 def _line(error: Exception) -> str:

@@ -155,3 +155,14 @@ def test_a_megabyte_of_unknown_fields_is_parsed_in_linear_time() -> None:
     with pytest.raises(DecodeError):
         reader.millis(b"\x1a" + encode_varint(2**40) + b"\x00" * 100)  # a length past the body
     assert time.perf_counter() - started < 2.0
+
+
+def test_a_schema_defining_its_own_google_protobuf_timestamp_is_refused_at_build_time() -> None:
+    """Found by ``python -m testkit.fuzz.protobuf``: the reader met a Timestamp without ``nanos``
+    (or with a message for ``seconds``) only when reading, with an AttributeError."""
+    text = (
+        'syntax = "proto3"; package google.protobuf; message Timestamp { string seconds = 1; }'
+        " message E { Timestamp at = 1; }"
+    )
+    with pytest.raises(SchemaError, match="without int64 seconds and int32 nanos"):
+        protobuf_time_reader(compile_proto(text, {}), MAIN_NAME, (1,), ["at"], "ms")
