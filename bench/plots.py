@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker
 
 from bench import idle_auto
-from bench.report import CURVE_LABELS
+from bench.formatting import CURVE_LABELS
 
 COLOURS = {
     "passthrough": "#7f7f7f",
