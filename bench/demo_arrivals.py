@@ -12,6 +12,7 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from bench.axes import plain_ticks
 from bench.demo_settings import RAW_ARRIVALS
 from sidecar.core.stamping import SOURCE_OFFSET, SOURCE_PARTITION, SOURCE_TOPIC
 
@@ -112,6 +113,7 @@ def plot(raw: Arrivals, merged: Arrivals, path: Path) -> None:
                 alpha=0.6,
                 color="crimson" if lagging else None,
             )
+        plain_ticks(ax)
         ax.set_title(title)
         ax.set_xlabel("arrival at the consumer (s since start)")
         ax.grid(alpha=0.3)
