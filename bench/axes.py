@@ -3,14 +3,15 @@
 Every figure the bench draws (:mod:`bench.plots`, the demo's :mod:`bench.demo_arrivals`) sets
 its numeric axes through :func:`set_axis`, so that each reads at a glance:
 
-* **Linear** unless the values span two decades or more (the largest magnitude at least 100× the
+* **Linear** unless the values span a decade or more (the largest magnitude at least 10× the
   smallest one that is not noise): then **symlog**, linear within ``linthresh`` of 0 so that 0 and
   negative values still show, with ``linthresh`` the power of ten at or above the smallest such
   magnitude (the smallest values sit in the linear part, not on a decade of their own).
   ``resolution`` is the smallest difference that means something on that axis (1 ms, one record,
   0.01 %): magnitudes below it count as 0, so noise never turns an axis logarithmic.
 * **Plain tick labels**: ``0``, ``25``, ``1,000``, ``−10``, ``0.05`` — never ``10^1``,
-  ``3.55×10^0`` or an offset above the axis. Symlog ticks sit at 0 and the powers of ten.
+  ``3.55×10^0`` or an offset above the axis. Symlog ticks sit at 0 and the powers of ten (and at
+  their doubles and fives when the values span two decades or less, so a short axis has ticks).
 * **A sensible range when every value is the same** (a panel where no record was out of order):
   a unit either side of it (from 0 up, for a quantity that cannot be negative), instead of
   matplotlib's ±5 % of nothing.
@@ -28,8 +29,10 @@ from typing import Any, Literal
 
 import matplotlib.ticker
 
-#: Symlog when the magnitudes span at least this ratio (two decades).
-SYMLOG_SPAN = 100.0
+#: Symlog when the magnitudes span at least this ratio (a decade).
+SYMLOG_SPAN = 10.0
+#: Up to this many decades of symlog, ticks at 1, 2 and 5 times each power of ten; beyond, at 1.
+FINE_DECADES = 2.0
 #: Major ticks on a symlog axis at most: more decades are thinned.
 SYMLOG_TICKS = 8
 #: Margin either side of the values on a linear axis, as a share of their span.
@@ -41,12 +44,14 @@ MINUS = "\N{MINUS SIGN}"  # as matplotlib's own formatters write it
 
 @dataclass(frozen=True, slots=True)
 class Scale:
-    """An axis' scale: ``linear`` or ``symlog`` (with its ``linthresh``), and the limits to set
-    (``None``: matplotlib's autoscaling around the values will do)."""
+    """An axis' scale: ``linear`` or ``symlog`` (with its ``linthresh`` and the multiples of each
+    power of ten it ticks, ``subs``), and the limits to set (``None``: matplotlib's autoscaling
+    around the values will do)."""
 
     kind: Literal["linear", "symlog"]
     linthresh: float | None = None
     limits: tuple[float, float] | None = None
+    subs: tuple[float, ...] = (1.0,)
 
 
 def choose_scale(values: Iterable[float | None], resolution: float = 1.0, nonnegative: bool = False) -> Scale:
@@ -64,7 +69,9 @@ def choose_scale(values: Iterable[float | None], resolution: float = 1.0, nonneg
     meaningful = [abs(v) for v in finite if abs(v) >= resolution]
     if not meaningful or max(meaningful) / min(meaningful) < SYMLOG_SPAN:
         return Scale("linear")
-    return Scale("symlog", linthresh=10.0 ** math.ceil(math.log10(min(meaningful))))
+    linthresh = 10.0 ** math.ceil(math.log10(min(meaningful)))
+    decades = math.log10(max(meaningful) / linthresh)
+    return Scale("symlog", linthresh=linthresh, subs=(1.0, 2.0, 5.0) if decades <= FINE_DECADES else (1.0,))
 
 
 def _around(value: float, resolution: float, nonnegative: bool) -> tuple[float, float]:
@@ -106,7 +113,7 @@ def set_axis(
     if scale.kind == "symlog":
         assert scale.linthresh is not None
         (ax.set_xscale if which == "x" else ax.set_yscale)("symlog", linthresh=scale.linthresh)
-        locator = matplotlib.ticker.SymmetricalLogLocator(base=10, linthresh=scale.linthresh)
+        locator = matplotlib.ticker.SymmetricalLogLocator(base=10, linthresh=scale.linthresh, subs=scale.subs)
         locator.set_params(numticks=SYMLOG_TICKS)
         axis.set_major_locator(locator)
         axis.set_minor_locator(matplotlib.ticker.NullLocator())

@@ -65,14 +65,16 @@ def test_every_tick_label_is_plain_and_close_to_its_value(value: float) -> None:
     assert back == pytest.approx(value, rel=1e-3, abs=1e-7)
 
 
-def test_values_within_two_decades_get_a_linear_axis() -> None:
+def test_values_within_a_decade_get_a_linear_axis() -> None:
     assert choose_scale([-13, -12, -11, -9, -6]).kind == "linear"
     assert choose_scale([0, 40, 75, 185, 210]).kind == "linear"
 
 
 def test_values_across_decades_get_a_symlog_axis_whose_linear_part_holds_the_smallest() -> None:
-    assert choose_scale([-10, 80, 500, 1000, 2500]) == Scale("symlog", linthresh=10.0)
-    assert choose_scale([0, 27, 250, 50_000]) == Scale("symlog", linthresh=100.0)
+    assert choose_scale([-10, 80, 500, 1000, 2500]) == Scale("symlog", linthresh=10.0, subs=(1.0,))
+    assert choose_scale([0, 27, 250, 50_000]) == Scale("symlog", linthresh=100.0, subs=(1.0,))
+    # p99s of 324, 353, 443 and 18,975 ms: linear would press the first three together
+    assert choose_scale([324, 353, 443, 18_975]) == Scale("symlog", linthresh=1000.0, subs=(1.0, 2.0, 5.0))
 
 
 def test_noise_below_the_resolution_never_makes_an_axis_logarithmic() -> None:
