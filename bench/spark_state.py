@@ -127,45 +127,15 @@ async def spark_state_phase(
         ],
     )
     keys = p.spark_state_keys
-    n_orders = p.spark_rate_records // 2
-    remember_ms = keys * 1000 // REMEMBER_PER_S
-    base = collect.now_ms() - remember_ms - n_orders - 60_000
-    active = spark_rates.orders_and_payments(
-        orders, payments, n_orders, p.spark_rate_keys, base + remember_ms + 1000, p.seed
-    )
-    total = keys + len(active)
-    with track("spark state: write the backlog", total=total) as bar:
-
-        def after(done: int) -> Callable[[int], None]:
-            return lambda n: bar.update(done + n)
-
-        for start in range(0, keys, CHUNK):
-            chunk = remember_events(orders, keys, start, start + CHUNK, base, p.seed)
-            await kafka_io.produce(bootstrap, chunk, progress=after(start))
-        await kafka_io.produce(bootstrap, active, progress=after(keys))
-    del active
+    total = await _write_backlog(bootstrap, p, orders, payments)
     spec = SystemSpec("timesync", "0")
     async with running(spec, bootstrap, [orders, payments], ordered, f"{tag}-state", log_dir):
         with track("spark state: order it with timesync", total=None):
             ok = await collect.wait_for_count(bootstrap, ordered, 1, total, timeout_s=900, poll_s=0.5)
     if ok is None:
         raise RuntimeError(f"spark state: the sidecar did not write {total:,} records in 900 s")
-    checkpoint = Path(tempfile.mkdtemp(prefix="timesync-bench-state-"))
-    try:
-        with track("spark state: suppress over the remembered keys", total=None):
-            args = spark_rates.job_args(
-                "suppress", bootstrap, ordered, f"{prefix}-out", orders, payments, ttl=TTL
-            )
-            r = await asyncio.to_thread(
-                spark_rates.run_job,
-                spark,
-                args,
-                checkpoint / "suppress",
-                p.spark_rate_batch,
-                lambda progress: {"active": active_phase(progress, keys)},
-            )
-    finally:
-        shutil.rmtree(checkpoint, ignore_errors=True)
+    args = spark_rates.job_args("suppress", bootstrap, ordered, f"{prefix}-out", orders, payments, ttl=TTL)
+    r = await _suppress(spark, args, p)
     a = r["active"]
     ratio = round(a["records_per_s"] / five_k_rate, 3) if a["records_per_s"] and five_k_rate else None
     console.print(
@@ -187,3 +157,44 @@ async def spark_state_phase(
         "whole_query": {k: v for k, v in r.items() if k != "active"},
         "vs_active_keys_only": ratio,
     }
+
+
+async def _write_backlog(bootstrap: str, p: Plan, orders: str, payments: str) -> int:
+    """One order per remembered key, then the active phase (orders and payments over
+    ``p.spark_rate_keys`` customers); the records written."""
+    keys = p.spark_state_keys
+    n_orders = p.spark_rate_records // 2
+    remember_ms = keys * 1000 // REMEMBER_PER_S
+    base = collect.now_ms() - remember_ms - n_orders - 60_000
+    active = spark_rates.orders_and_payments(
+        orders, payments, n_orders, p.spark_rate_keys, base + remember_ms + 1000, p.seed
+    )
+    total = keys + len(active)
+    with track("spark state: write the backlog", total=total) as bar:
+
+        def after(done: int) -> Callable[[int], None]:
+            return lambda n: bar.update(done + n)
+
+        for start in range(0, keys, CHUNK):
+            chunk = remember_events(orders, keys, start, start + CHUNK, base, p.seed)
+            await kafka_io.produce(bootstrap, chunk, progress=after(start))
+        await kafka_io.produce(bootstrap, active, progress=after(keys))
+    return total
+
+
+async def _suppress(spark: Any, args: list[str], p: Plan) -> dict[str, Any]:
+    """``suppress`` over the ordered topic; the whole query's figures and the active phase's."""
+    checkpoint = Path(tempfile.mkdtemp(prefix="timesync-bench-state-"))
+    try:
+        with track("spark state: suppress over the remembered keys", total=None):
+            result: dict[str, Any] = await asyncio.to_thread(
+                spark_rates.run_job,
+                spark,
+                args,
+                checkpoint / "suppress",
+                p.spark_rate_batch,
+                lambda progress: {"active": active_phase(progress, p.spark_state_keys)},
+            )
+            return result
+    finally:
+        shutil.rmtree(checkpoint, ignore_errors=True)

@@ -56,7 +56,23 @@ def _pair(text: str) -> tuple[str, str]:
 def common_parser() -> Parser:
     """The parent parser of every job: the source, security, values, sink and spark groups."""
     common = Parser(add_help=False)
-    src = common.add_argument_group("source (the ordered topic)")
+    _source_arguments(common.add_argument_group("source (the ordered topic)"))
+    _security_arguments(
+        common.add_argument_group(
+            "security (passwords from $TIMESYNC_SPARK_SASL_PASSWORD and $TIMESYNC_SPARK_SSL_PASSWORD)"
+        )
+    )
+    _value_arguments(
+        common.add_argument_group(
+            f"values (registry secrets also from ${BASIC_AUTH_ENV} and ${BEARER_TOKEN_ENV})"
+        )
+    )
+    _sink_arguments(common.add_argument_group("sink"))
+    _spark_arguments(common.add_argument_group("spark"))
+    return common
+
+
+def _source_arguments(src: argparse._ArgumentGroup) -> None:
     src.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT[,...]")
     src.add_argument("--topic", required=True, help="the ordered topic the sidecar writes")
     src.add_argument(
@@ -77,9 +93,9 @@ def common_parser() -> Parser:
         metavar="KEY=VALUE",
         help="passed to the Kafka source and sink, e.g. kafka.security.protocol=SSL",
     )
-    sec = common.add_argument_group(
-        "security (passwords from $TIMESYNC_SPARK_SASL_PASSWORD and $TIMESYNC_SPARK_SSL_PASSWORD)"
-    )
+
+
+def _security_arguments(sec: argparse._ArgumentGroup) -> None:
     sec.add_argument("--security-protocol", choices=PROTOCOLS, help="as the sidecar's security.protocol")
     sec.add_argument("--sasl-mechanism", choices=MECHANISMS, help="default PLAIN")
     sec.add_argument("--sasl-username", metavar="NAME")
@@ -95,9 +111,9 @@ def common_parser() -> Parser:
         metavar="FILE",
         help="client certificate and key: .p12/.pfx (PKCS#12), .jks, or .pem (key and chain in one file)",
     )
-    val = common.add_argument_group(
-        f"values (registry secrets also from ${BASIC_AUTH_ENV} and ${BEARER_TOKEN_ENV})"
-    )
+
+
+def _value_arguments(val: argparse._ArgumentGroup) -> None:
     val.add_argument(
         "--value-format",
         choices=VALUE_FORMATS,
@@ -128,7 +144,9 @@ def common_parser() -> Parser:
     val.add_argument("--schema-registry-basic-auth-user-info", metavar="USER:PASSWORD")
     val.add_argument("--schema-registry-bearer-auth-token", metavar="TOKEN")
     val.add_argument("--schema-registry-ssl-cafile", metavar="PEM", help="CA certificates to trust (PEM)")
-    out = common.add_argument_group("sink")
+
+
+def _sink_arguments(out: argparse._ArgumentGroup) -> None:
     out.add_argument("--sink", choices=("kafka", "console", "parquet"), default="kafka")
     out.add_argument("--output-topic", help="with the Kafka sink (created when missing)")
     out.add_argument("--path", help="output directory for --sink parquet")
@@ -136,7 +154,9 @@ def common_parser() -> Parser:
         "--checkpoint", required=True, metavar="DIR", help="checkpoint directory; a restart resumes from it"
     )
     out.add_argument("--trigger", default="1s", metavar="DURATION|available-now")
-    spark = common.add_argument_group("spark")
+
+
+def _spark_arguments(spark: argparse._ArgumentGroup) -> None:
     spark.add_argument("--master", help="Spark master (default local[*])")
     spark.add_argument(
         "--jars-dir",
@@ -153,7 +173,6 @@ def common_parser() -> Parser:
     )
     spark.add_argument("--shuffle-partitions", type=int, default=2)
     spark.add_argument("--conf", action="append", type=_pair, default=[], metavar="KEY=VALUE")
-    return common
 
 
 def _trigger(text: str) -> str | int:

@@ -27,6 +27,7 @@ from sidecar.kafka.admin import AdminError
 from sidecar.offsets.kafka import GroupOffsets, Refused
 from sidecar.offsets.plan import HEADER, Mode, Move, PlanError, Target, plain, plan, table, target
 from sidecar.service import claim
+from sidecar.service.grouping import grouping_of
 
 EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
 
@@ -138,7 +139,7 @@ async def reset(config: SidecarConfig, goal: Target, dry_run: bool, settle_s: fl
         await group.commit(new, fence)
         await group.check_idle(await group.committed(), me=me)
         await group.commit(new)
-        if config.task_grouping == "single" and settle_s > 0:
+        if grouping_of(config).claims and settle_s > 0:
             await asyncio.sleep(settle_s)
             await verify(group, new)
         return moves

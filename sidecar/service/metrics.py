@@ -59,6 +59,11 @@ class LatenessHistogram(Collector):
         yield family
 
 
+def _per_partition(name: str, documentation: str, registry: CollectorRegistry) -> Gauge:
+    """A gauge with a series per input partition (labels ``topic``, ``partition``)."""
+    return Gauge(name, documentation, ["topic", "partition"], registry=registry)
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -86,26 +91,15 @@ class Metrics:
         #: Per task: the core's drop and restamp counts already added to the counters above.
         self._counted: dict[str, dict[tuple[str, str], int]] = {}
         self.heartbeats = Counter("timesync_heartbeats", "Watermark control records written", registry=r)
-        self.lag = Gauge(
-            "timesync_consumer_lag",
-            "Records on the broker not fetched yet",
-            ["topic", "partition"],
-            registry=r,
+        self.lag = _per_partition("timesync_consumer_lag", "Records on the broker not fetched yet", r)
+        self.buffered = _per_partition(
+            "timesync_buffered_records", "Records fetched and waiting to be merged", r
         )
-        self.buffered = Gauge(
-            "timesync_buffered_records",
-            "Records fetched and waiting to be merged",
-            ["topic", "partition"],
-            registry=r,
-        )
-        self.paused = Gauge(
-            "timesync_partition_paused", "1 while fetching is paused", ["topic", "partition"], registry=r
-        )
-        self.idle = Gauge(
+        self.paused = _per_partition("timesync_partition_paused", "1 while fetching is paused", r)
+        self.idle = _per_partition(
             "timesync_partition_idle_seconds",
             "max.task.idle.ms=auto: how long the partition is waited for once quiet, learnt from its gaps",
-            ["topic", "partition"],
-            registry=r,
+            r,
         )
         #: The process's, not a task's: an operator's pause holds every task and survives restarts.
         self.operator_paused = Gauge(
