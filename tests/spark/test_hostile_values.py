@@ -112,6 +112,10 @@ def avro_corpus() -> dict[str, bytes]:
         ),
         "2^31-9 byte string": framing.frame(SCHEMA_ID, zigzag((1 << 31) - 9) + b"d"),
         "2^31-9 bytes": framing.frame(SCHEMA_ID, _PREFIX + _EMPTY * 3 + zigzag((1 << 31) - 9) + b"z"),
+        # A negative count is followed by the block's size in bytes.
+        "-(2^31-9) nulls in 0 bytes": framing.frame(
+            SCHEMA_ID, _PREFIX + _EMPTY + zigzag(-((1 << 31) - 9)) + zigzag(0) + _EMPTY * 3
+        ),
         "2^27 nulls": framing.frame(SCHEMA_ID, _PREFIX + _EMPTY + zigzag(1 << 27) + _EMPTY * 3),
         # Two blocks, each within the bound, together above it.
         "blocks past maxCollectionItems": framing.frame(
