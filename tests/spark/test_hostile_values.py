@@ -398,7 +398,13 @@ def test_the_job_keeps_undecodable_rows_and_reports_their_count(
         stamp.heartbeat(100),
     ]
 
-    out = s.feed(*records)
+    watchdog = threading.Timer(TIMEOUT_S, s.stop)  # a hang stops the query: a failure, not a stuck suite
+    watchdog.start()
+    try:
+        out = s.feed(*records)
+    finally:
+        watchdog.cancel()
 
+    assert s.query.isActive, f"the query did not finish its batches within {TIMEOUT_S} s"
     assert sorted((r.key or "", r["count"]) for r in out) == [("", len(hostile)), ("a", 1), ("b", 1)]
     assert s.drops().undecodable == len(hostile)
