@@ -8,6 +8,12 @@ them without a schema.
 
 Input headers named ``timesync.*`` are dropped: when an ordered topic is merged again, the new
 source coordinates must be the only ones a consumer sees.
+
+Header keys are text to Kafka's Java clients but only bytes on the wire, and the broker checks
+nothing: a librdkafka or hand-built producer can write a key that is not UTF-8. The reader
+decodes keys with ``surrogateescape`` (such a key becomes a ``str`` holding lone surrogates) and
+every writer turns a key into bytes with :func:`header_key_bytes`, so the key leaves with the
+bytes it came with — a Java consumer reads it from the output as it would from the input.
 """
 
 from __future__ import annotations
@@ -46,6 +52,12 @@ _ENFORCED = (ENFORCED, _FLAG)
 
 def _ascii(n: int) -> bytes:
     return b"%d" % n
+
+
+def header_key_bytes(key: str) -> bytes:
+    """A header key as it goes on the wire: the bytes it was read from (see the module's
+    docstring). Every writer of records encodes keys through here or, in C, the same way."""
+    return key.encode("utf-8", "surrogateescape")
 
 
 class Stamper:
