@@ -39,6 +39,9 @@ ERRORS_PARTITION = "__connect.errors.partition"
 ERRORS_OFFSET = "__connect.errors.offset"
 ERRORS_CLASS = "__connect.errors.exception.class.name"
 ERRORS_MESSAGE = "__connect.errors.exception.message"
+#: On the trace of offsets that could not be read at all (a corrupt batch): the last of them,
+#: ``__connect.errors.offset`` being the first.
+ERRORS_LAST_OFFSET = "timesync.errors.last.offset"
 
 Headers = list[tuple[str, bytes]]
 #: (key, value, timestamp ms or ``None`` to let the broker stamp it, headers) — what a producer
@@ -204,5 +207,7 @@ def dead_letter(dl: DeadLetter) -> OutputRecord:
         (ERRORS_CLASS, dl.exception_class.encode()),
         (ERRORS_MESSAGE, dl.reason.encode("utf-8", "replace")),
     ]
+    if dl.last_offset is not None:
+        headers.append((ERRORS_LAST_OFFSET, _ascii(dl.last_offset)))
     # The record's own timestamp may be the very thing that is invalid: let the broker stamp it.
     return (r.key, r.value, r.timestamp if r.timestamp >= 0 else None, headers)

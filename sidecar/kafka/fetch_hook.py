@@ -166,7 +166,9 @@ class _KeptBytes:
 class _ReadInC(collections.OrderedDict[Any, Any]):
     """The fetcher's results by partition; a ``FetchResult`` stored here is read in C."""
 
-    def __init__(self, results: collections.OrderedDict[Any, Any], limit: int = DEFAULT_MAX_BATCH_BYTES) -> None:
+    def __init__(
+        self, results: collections.OrderedDict[Any, Any], limit: int = DEFAULT_MAX_BATCH_BYTES
+    ) -> None:
         super().__init__()
         #: The most a batch's records may inflate to (the consumer's ``fetch_max_bytes``).
         self.limit = limit

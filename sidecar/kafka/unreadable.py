@@ -20,7 +20,7 @@ range is the one offset the consumer stands at, so that reading always moves on.
 
 from __future__ import annotations
 
-from aiokafka.errors import CorruptRecordException
+from aiokafka.errors import CorruptRecordException, KafkaError
 
 #: The most of a batch's bytes the trace of an unreadable range carries as its value: the
 #: sidecar's producers and the topics it creates take 8 MiB (``sidecar.output.writer``); the
@@ -28,7 +28,7 @@ from aiokafka.errors import CorruptRecordException
 MAX_KEPT_BYTES = 4 * 1024 * 1024
 
 
-class UnreadableRecords(CorruptRecordException):
+class UnreadableRecords(CorruptRecordException):  # type: ignore[misc]  # aiokafka ships no types
     """Offsets ``first_offset`` … ``next_offset - 1`` of ``topic[partition]`` cannot be read.
 
     ``reason`` says what failed (one line); ``data`` is the failing batch as fetched, when it was
@@ -76,7 +76,7 @@ class UnreadableRecords(CorruptRecordException):
         )
 
 
-class ReaderFailed(CorruptRecordException):
+class ReaderFailed(CorruptRecordException):  # type: ignore[misc]
     """A fetched batch failed in a reader that cannot say which offsets: aiokafka's own, when
     :mod:`sidecar.kafka.fetch_hook` could not install itself (an aiokafka it does not fit)."""
 
@@ -95,7 +95,8 @@ class ReaderFailed(CorruptRecordException):
 
 def describe_cause(error: BaseException) -> str:
     """What a reader error says, with its type's name (a codec's messages often lack it)."""
-    said = error.args[0] if error.args and isinstance(error.args[0], str) else str(error)
+    decorated = isinstance(error, KafkaError) and error.args and isinstance(error.args[0], str)
+    said = error.args[0] if decorated else str(error)  # aiokafka's str() adds "[Error N] Name: "
     text = said.strip().splitlines()[0] if said.strip() else ""
     name = type(error).__name__
     if not text:

@@ -16,8 +16,9 @@ again so that the breakage reaches the decoder rather than stopping at the CRC. 
 ``python -m testkit.fuzz.batches --inputs N [--seed S] [--jobs J]`` runs a campaign (progress as
 plain lines with the rate when not on a terminal, a summary at the end; exit 1 on any failure,
 each with the ``--replay S:I`` that shows it again). Most inputs break batches from a corpus built
-at the start (building costs more than reading); one in twenty is built afresh. ``tests/unit/test_fetched_fuzz.py`` runs the same
-generator and checks, a few hundred inputs at a time, under hypothesis.
+at the start (building costs more than reading); one in twenty is built afresh.
+``tests/unit/test_fetched_fuzz.py`` runs the same generator and checks, a few hundred inputs at a
+time, under hypothesis.
 """
 
 from __future__ import annotations
@@ -385,7 +386,8 @@ def _progress(done: int, inputs: int, elapsed: float, counts: Counter[str]) -> s
 def _summary(inputs: int, seed: int, elapsed: float, total: Tally) -> Iterator[str]:
     counts = total.counts
     yield (
-        f"batches fuzz, seed {seed}: {inputs:,} inputs in {elapsed:,.1f} s ({inputs / max(elapsed, 1e-9):,.0f}/s); "
+        f"batches fuzz, seed {seed}: {inputs:,} inputs in {elapsed:,.1f} s "
+        f"({inputs / max(elapsed, 1e-9):,.0f}/s); "
         f"{counts['records']:,} records read; {counts['verdicts']:,} verdicts; "
         f"{counts['agreed']:,} read alike by aiokafka; {counts['not compared']:,} read whole but not "
         f"comparable; slowest call {total.slowest_s * 1000:.1f} ms; {len(total.failures)} failures"
@@ -396,7 +398,9 @@ def _summary(inputs: int, seed: int, elapsed: float, total: Tally) -> Iterator[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m testkit.fuzz.batches", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m testkit.fuzz.batches", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--inputs", type=int, default=1_000_000, help="how many inputs (default 1,000,000)")
     parser.add_argument("--seed", type=int, default=1, help="the campaign's seed (default 1)")
     parser.add_argument("--max-call-s", type=float, default=1.0, help="the bound on one reader call")

@@ -198,7 +198,12 @@ def test_a_corrupt_batch_is_a_verdict_naming_its_offsets_and_the_reader_moves_pa
     with pytest.raises(UnreadableRecords, match=r"cannot read clicks\[4\] at offsets 3-5: Invalid CRC") as e:
         ours.take(10)
     assert isinstance(e.value, CorruptRecordException)
-    assert (e.value.topic, e.value.partition, e.value.first_offset, e.value.next_offset) == ("clicks", 4, 3, 6)
+    assert (e.value.topic, e.value.partition, e.value.first_offset, e.value.next_offset) == (
+        "clicks",
+        4,
+        3,
+        6,
+    )
     assert e.value.data == (bytes(second) if native else None)
     assert ours.exhausted
     assert ours.take(10) == []

@@ -77,19 +77,22 @@ def batch(base: int, records: list[bytes], codec: int = 0, count: int | None = N
 
 
 def read(data: bytes, limit: int = codecs.DEFAULT_MAX_BATCH_BYTES) -> list[Any]:
-    """Everything the reader hands out, the verdict included (last)."""
+    """Everything the reader hands out, the verdict included (last): the reader then ended,
+    its position after the offsets the verdict names."""
     reader = PartitionReader(TP, MemoryRecords(data), [], 0, True, False, data, limit)
     out: list[Any] = []
     while True:
         try:
             chunk = reader.take(100)
         except UnreadableRecords as verdict:
-            assert reader.exhausted
-            assert reader.next_fetch_offset == verdict.next_offset
-            return [*out, verdict]
+            out.append(verdict)
+            break
         if not chunk:
             return out
         out += chunk
+    assert reader.exhausted
+    assert reader.next_fetch_offset == out[-1].next_offset
+    return out
 
 
 # -- item 1: header keys that are not UTF-8 ------------------------------------------------------
@@ -168,7 +171,12 @@ def test_a_length_far_past_the_batch_is_a_verdict_not_an_overflow(fields: bytes)
     assert first.offset == 20
     assert isinstance(verdict, UnreadableRecords)
     assert isinstance(verdict, CorruptRecordException)
-    assert (verdict.topic, verdict.partition, verdict.first_offset, verdict.next_offset) == ("clicks", 4, 21, 23)
+    assert (verdict.topic, verdict.partition, verdict.first_offset, verdict.next_offset) == (
+        "clicks",
+        4,
+        21,
+        23,
+    )
     assert str(verdict).startswith("cannot read clicks[4] at offsets 21-22: ")
     assert verdict.data == data
 
@@ -206,7 +214,10 @@ def test_records_that_do_not_decompress_are_a_verdict(codec: int, payload: bytes
     assert isinstance(verdict, UnreadableRecords)
     assert (verdict.first_offset, verdict.next_offset) == (9, 10)
     # Nothing may decompress to nothing; then the record it claims is not there.
-    assert verdict.reason.startswith("DecompressionFailed: ") or "claiming 1 records in 0 bytes" in verdict.reason
+    assert (
+        verdict.reason.startswith("DecompressionFailed: ")
+        or "claiming 1 records in 0 bytes" in verdict.reason
+    )
 
 
 def test_a_v2_batch_shorter_than_its_header_is_refused_before_aiokafka_reads_past_it() -> None:
