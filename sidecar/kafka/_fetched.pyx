@@ -228,6 +228,10 @@ cdef class PartitionReader:
         if resume is not None and resume <= start and self._batch is not None:
             self._batches = None
             self._batch = None
+            self._records = None
+            self._decoder = None
+            self._pending = None
+            self._deferred = None
             return None
         if self._cur_base is not None and start < self._cur_base and (resume is None or self._cur_base < resume):
             start = self._cur_base  # the offsets before the batch are not in the log (compacted)
