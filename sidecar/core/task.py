@@ -52,7 +52,7 @@ from sidecar.core.intake import Intake
 from sidecar.core.merge import PartitionState
 from sidecar.core.outcomes import Heartbeat, Idle, NeedFetch, Outcome, PauseHint, WaitUntil
 from sidecar.core.readiness import IDLE_AUTO, Blockers, Gate
-from sidecar.core.records import UNKNOWN, Emit, InputRecord, TopicPartition
+from sidecar.core.records import UNKNOWN, Emit, InputRecord, TopicPartition, Unreadable
 from sidecar.core.watermarks import PartitionWatermark, TaskWatermark, make_policy
 
 __all__ = [
@@ -145,8 +145,9 @@ class MergeTask:
     def records_in(self) -> int:
         return self._intake.records_in
 
-    def push(self, tp: TopicPartition, records: Sequence[InputRecord]) -> None:
-        """Queue records fetched for ``tp``, in offset order.
+    def push(self, tp: TopicPartition, records: Sequence[InputRecord] | Unreadable) -> None:
+        """Queue records fetched for ``tp``, in offset order (or offsets that could not be read:
+        :class:`~sidecar.core.records.Unreadable`, see ``intake.py``).
 
         Raises :class:`~sidecar.core.timestamps.InvalidTimestampError` at the first record whose
         event time cannot be read under ``timestamp.invalid=fail`` and ``errors.tolerance=none``;
