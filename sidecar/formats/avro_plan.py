@@ -331,16 +331,7 @@ def run_plan(plan: Sequence[int], buf: bytes, pos: int) -> object:
         elif op in (SKIP_ARRAY, SKIP_MAP):
             pc, pos = _block(plan, pc, buf, pos, run)
         elif op == NEXT:
-            top = frames[-1]
-            if top[1] > 1:
-                top[1] -= 1
-                if plan[top[0]] == SKIP_MAP:
-                    n, pos = _varint(buf, pos)
-                    pos = _advance(buf, pos, n)
-                pc = top[0] + 2
-            else:
-                frames.pop()
-                pc, pos = _block(plan, top[0], buf, pos, run)
+            pc, pos = _next_item(plan, buf, pos, run)
         elif op == SKIP_UNION:
             index, pos = _varint(buf, pos)
             if not 0 <= index < plan[pc + 1]:
@@ -349,13 +340,7 @@ def run_plan(plan: Sequence[int], buf: bytes, pos: int) -> object:
         elif op == JUMP:
             pc += plan[pc + 1]
         elif op == CALL:
-            if run[1] >= run[2]:
-                raise PlanError(WORK_MESSAGE)
-            run[1] += 1
-            if len(frames) >= MAX_DEPTH:
-                raise PlanError(DEPTH_MESSAGE)
-            frames.append([pc + 2, -1])
-            pc = plan[pc + 1]
+            pc = _call(plan, pc, run)
         elif op == RETURN:
             pc = frames.pop()[0]
         elif op == PATH_UNION:
@@ -367,6 +352,33 @@ def run_plan(plan: Sequence[int], buf: bytes, pos: int) -> object:
             pc += 3
         else:
             return _read(op, buf, pos)
+
+
+def _next_item(plan: Sequence[int], buf: bytes, pos: int, run: list[Any]) -> tuple[int, int]:
+    """``NEXT``: on to the open block's next item (a map's entry starts with its key), or past
+    the block once its items are done: (next pc, next position)."""
+    frames: list[list[int]] = run[0]
+    top = frames[-1]
+    if top[1] > 1:
+        top[1] -= 1
+        if plan[top[0]] == SKIP_MAP:
+            n, pos = _varint(buf, pos)
+            pos = _advance(buf, pos, n)
+        return top[0] + 2, pos
+    frames.pop()
+    return _block(plan, top[0], buf, pos, run)
+
+
+def _call(plan: Sequence[int], pc: int, run: list[Any]) -> int:
+    """``CALL``: one step of work and one frame more, each within its bound; the routine's pc."""
+    if run[1] >= run[2]:
+        raise PlanError(WORK_MESSAGE)
+    run[1] += 1
+    frames: list[list[int]] = run[0]
+    if len(frames) >= MAX_DEPTH:
+        raise PlanError(DEPTH_MESSAGE)
+    frames.append([pc + 2, -1])
+    return plan[pc + 1]
 
 
 def _read(op: int, buf: bytes, pos: int) -> object:
