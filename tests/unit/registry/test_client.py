@@ -330,3 +330,46 @@ async def test_closing_ends_the_session_never_raises_and_later_asks_are_unavaila
 
 async def _never_stopped(seconds: float) -> bool:
     return False
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html>a proxy's page</html>",
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"schema": 5}',
+        b'{"schema": "x", "schemaType": ["AVRO"]}',
+        b'{"schema": "x", "references": [{"name": 1}]}',
+        b'["schema"]',
+        b"\xff\xfe\x00",
+    ],
+)
+async def test_a_garbled_answer_through_the_client_is_unavailable_never_another_exception(
+    serve: Server, body: bytes
+) -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    client = RegistryClient(RegistrySettings(await serve(handler)))
+    try:
+        with pytest.raises(RegistryUnavailableError):
+            await client.schema(1)
+    finally:
+        await client.close()
+
+
+async def test_a_body_cut_short_is_unavailable(serve: Server) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Length": "1000", "Content-Type": "application/json"})
+        await response.prepare(request)
+        await response.write(b'{"schema": "')
+        assert request.transport is not None
+        request.transport.close()
+        return response
+
+    client = RegistryClient(RegistrySettings(await serve(handler)))
+    try:
+        with pytest.raises(RegistryUnavailableError, match=r"ClientPayloadError|ServerDisconnected"):
+            await client.schema(1)
+    finally:
+        await client.close()
