@@ -52,7 +52,8 @@ class Parser(argparse.ArgumentParser):
 def without_values(message: str) -> str:
     """An ``argparse`` error without the values it quotes: ``unrecognized arguments: alice:pw``
     and an ambiguous ``--schema-registry-basic-auth-user=alice:pw`` name only the options, and an
-    invalid choice is not repeated (the sidecar's CLI does the same: ``sidecar/config/secrets.py``)."""
+    invalid choice is repeated only when it is a plain word (the sidecar's CLI does the same:
+    ``sidecar/config/secrets.py``)."""
     head, sep, rest = message.partition("unrecognized arguments: ")
     if sep:
         words = rest.split()
@@ -62,7 +63,10 @@ def without_values(message: str) -> str:
         if hidden:
             shown += f"{' and ' if shown else ''}{hidden} more word{'s' if hidden > 1 else ''} (not shown)"
         message = head + sep + shown
-    message = re.sub(r"invalid choice: .* \(choose from", "invalid choice (choose from", message)
+    # An invalid choice is shown when it is a plain word (a mistyped enum, 'TLS'), else cut.
+    message = re.sub(
+        r"invalid choice: (?!'[\w.-]{1,32}' \()(.*) \(choose from", "invalid choice (choose from", message
+    )
     return re.sub(r"(--?[\w.-]+)=\S*", r"\1=...", message)
 
 

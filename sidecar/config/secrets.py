@@ -96,7 +96,7 @@ def shown_value(key: str, raw: Any) -> str:
 def without_values(message: str) -> str:
     """An ``argparse`` error without the values it quotes: ``unrecognized arguments: --sett
     x=secret`` and ``alice:s3cret`` (a ``--set`` item split by the shell) name only the options,
-    and an invalid choice is not repeated."""
+    and an invalid choice is repeated only when it is a plain word."""
     head, sep, rest = message.partition("unrecognized arguments: ")
     if sep:
         words = rest.split()
@@ -106,5 +106,8 @@ def without_values(message: str) -> str:
         if hidden:
             shown += f"{' and ' if shown else ''}{hidden} more word{'s' if hidden > 1 else ''} (not shown)"
         message = head + sep + shown
-    message = re.sub(r"invalid choice: .* \(choose from", "invalid choice (choose from", message)
+    # An invalid choice is shown when it is a plain word (a mistyped enum, 'TLS'), else cut.
+    message = re.sub(
+        r"invalid choice: (?!'[\w.-]{1,32}' \()(.*) \(choose from", "invalid choice (choose from", message
+    )
     return re.sub(r"(--?[\w.-]+)=\S*", r"\1=...", message)
