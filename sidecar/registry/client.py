@@ -179,7 +179,7 @@ class RegistryClient:
         try:
             body = await self._get(f"/schemas/ids/{schema_id}", what)
             text, kind = schema_text(body, what)
-            references = await self._references(reference_list(body, what), set())
+            references = await self._references(reference_list(body, what))
         except SchemaNotFoundError as e:
             self._missing.put(schema_id, (str(e), self.clock() + self.missing_ttl_s))
             raise
@@ -187,12 +187,14 @@ class RegistryClient:
         self._schemas.put(schema_id, schema)
         return schema
 
-    async def _references(
-        self, refs: tuple[tuple[str, str, int], ...], seen: set[tuple[str, int]]
-    ) -> dict[str, str]:
-        """Import name → text for every reference, and theirs in turn (at most MAX_REFERENCES)."""
+    async def _references(self, refs: tuple[tuple[str, str, int], ...]) -> dict[str, str]:
+        """Import name → text for every reference, and theirs in turn: a worklist, not recursion,
+        and at most MAX_REFERENCES subject versions in all (a cycle is followed once)."""
         out: dict[str, str] = {}
-        for name, subject, version in refs:
+        seen: set[tuple[str, int]] = set()
+        pending = list(refs)
+        while pending:
+            name, subject, version = pending.pop()
             if (subject, version) in seen:
                 continue
             seen.add((subject, version))
@@ -205,7 +207,7 @@ class RegistryClient:
                 cached = (schema_text(body, what)[0], reference_list(body, what))
                 self._texts.put((subject, version), cached)
             out[name] = cached[0]
-            out |= await self._references(cached[1], seen)
+            pending.extend(cached[1])
         return out
 
     async def _get(self, path: str, what: str) -> Any:

@@ -373,3 +373,35 @@ async def test_a_body_cut_short_is_unavailable(serve: Server) -> None:
             await client.schema(1)
     finally:
         await client.close()
+
+
+async def test_references_are_followed_through_a_cycle_once_and_bounded_in_number(serve: Server) -> None:
+    async def handler(request: web.Request) -> web.Response:
+        if request.path.endswith("/schemas/ids/1"):
+            return web.json_response(
+                {"schema": "m", "references": [{"name": "a", "subject": "a", "version": 1}]}
+            )
+        if request.path.endswith("/subjects/a/versions/1"):  # a → b → a
+            return web.json_response(
+                {"schema": "A", "references": [{"name": "b", "subject": "b", "version": 1}]}
+            )
+        if request.path.endswith("/subjects/b/versions/1"):
+            return web.json_response(
+                {"schema": "B", "references": [{"name": "a", "subject": "a", "version": 1}]}
+            )
+        if request.path.endswith("/schemas/ids/2"):  # a chain longer than the bound
+            return web.json_response(
+                {"schema": "m", "references": [{"name": "c0", "subject": "c0", "version": 1}]}
+            )
+        n = int(request.path.split("/subjects/c")[1].split("/")[0])
+        return web.json_response(
+            {"schema": "C", "references": [{"name": f"c{n + 1}", "subject": f"c{n + 1}", "version": 1}]}
+        )
+
+    client = RegistryClient(RegistrySettings(await serve(handler)))
+    try:
+        assert (await client.schema(1)).references == {"a": "A", "b": "B"}
+        with pytest.raises(SchemaUnreadableError, match="more than 256 references"):
+            await client.schema(2)
+    finally:
+        await client.close()
