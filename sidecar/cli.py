@@ -20,7 +20,7 @@ import warnings
 from typing import NoReturn
 
 from sidecar import __version__
-from sidecar.config import ConfigError, SidecarConfig, load_config
+from sidecar.config import ConfigError, SidecarConfig, load_config, without_values
 from sidecar.core import IDLE_AUTO
 
 EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
@@ -28,7 +28,7 @@ EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_CONFIG, f"timesync-sidecar: {message} (see --help)\n")
+        self.exit(EXIT_CONFIG, f"timesync-sidecar: {without_values(message)} (see --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from sidecar.config.exposure import http_exposure
+from sidecar.config.registry_url import credentials_problem, shown_url, url_problem
 from sidecar.config.sources import FileLayer, TimesyncEnv
 from sidecar.core import TaskConfig, parse_extractor
 from sidecar.core.readiness import IDLE_AUTO, IDLE_FOREVER
@@ -109,6 +110,35 @@ class SidecarConfig(BaseSettings):
     schema_registry_basic_auth_user_info: SecretStr = SecretStr("")
     schema_registry_bearer_auth_token: SecretStr = SecretStr("")
     schema_registry_ssl_cafile: str = ""
+    # How long a schema id the registry does not know (404) is believed unknown before it is asked
+    # again: an id read before it was registered must not stay unknown until a restart.
+    schema_registry_missing_id_ttl_ms: int = Field(10_000, ge=0)
+    # Schema ids (and Protobuf message paths) not seen before that one fetch may look up; the
+    # records of the ids past it take the invalid path, with a reason saying so.
+    schema_registry_max_new_ids_per_fetch: int = Field(500, ge=1)
+    # A registry unusable (unreachable, 5xx, 429, garbled answers) for longer than this turns
+    # /healthz unhealthy (500); "max" keeps it degraded for ever. Records wait either way.
+    schema_registry_unhealthy_after_ms: int = 300_000
+
+    @field_validator("schema_registry_url")
+    @classmethod
+    def _registry_url(cls, value: str) -> str:
+        problem = url_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("schema_registry_basic_auth_user_info")
+    @classmethod
+    def _registry_user_info(cls, value: SecretStr) -> SecretStr:
+        if value.get_secret_value() and ":" not in value.get_secret_value():
+            raise ValueError("expected user:password (HTTP basic auth)")
+        return value
+
+    @field_validator("schema_registry_unhealthy_after_ms", mode="before")
+    @classmethod
+    def _registry_unhealthy_after(cls, value: Any) -> int:
+        return _millis_or_max(value, 1000, "expected a number of milliseconds (at least 1000), or max")
 
     @model_validator(mode="after")
     def _schema_registry(self) -> SidecarConfig:
@@ -118,16 +148,39 @@ class SidecarConfig(BaseSettings):
             raise ValueError(
                 f"timestamp.extractor={kind}:... needs schema.registry.url (its schemas come from there)"
             )
-        url = self.schema_registry_url
-        if url and not url.startswith(("http://", "https://")):
-            raise ValueError(f"schema.registry.url {url!r} must start with http:// or https://")
-        if (
-            self.schema_registry_basic_auth_user_info.get_secret_value()
-            and self.schema_registry_bearer_auth_token.get_secret_value()
-        ):
+        basic = bool(self.schema_registry_basic_auth_user_info.get_secret_value())
+        bearer = bool(self.schema_registry_bearer_auth_token.get_secret_value())
+        if basic and bearer:
             raise ValueError(
                 "schema.registry.basic.auth.user.info and schema.registry.bearer.auth.token are both "
                 "set; give one"
+            )
+        if self.schema_registry_url:
+            credentials = (
+                "schema.registry.basic.auth.user.info"
+                if basic
+                else "schema.registry.bearer.auth.token"
+                if bearer
+                else None
+            )
+            problem = credentials_problem(
+                self.schema_registry_url, credentials, bool(self.schema_registry_ssl_cafile)
+            )
+            if problem:
+                raise ValueError(problem)
+        elif basic or bearer or self.schema_registry_ssl_cafile:
+            given = [
+                k
+                for k, v in (
+                    ("basic.auth.user.info", basic),
+                    ("bearer.auth.token", bearer),
+                    ("ssl.cafile", self.schema_registry_ssl_cafile),
+                )
+                if v
+            ]
+            raise ValueError(
+                f"schema.registry.{given[0]} is set but schema.registry.url is empty: set the URL or "
+                "remove the key"
             )
         return self
 
@@ -303,6 +356,8 @@ class SidecarConfig(BaseSettings):
             value = getattr(self, name)
             if isinstance(value, SecretStr):
                 value = "********" if value.get_secret_value() else ""
+            elif name == "schema_registry_url":
+                value = shown_url(value)  # refused with credentials in it; shown without them anyway
             elif name == "max_task_idle_ms" and value == IDLE_AUTO:
                 value = "auto"
             out[key_of(name)] = value

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
-from sidecar.config import ConfigError, SidecarConfig, load_config
+from sidecar.config import ConfigError, SidecarConfig, load_config, without_values
 from sidecar.kafka.admin import AdminError
 from sidecar.offsets.kafka import GroupOffsets, Refused
 from sidecar.offsets.plan import HEADER, Mode, Move, PlanError, Target, plain, plan, table, target
@@ -43,7 +43,7 @@ _MODES: dict[str, Mode] = {
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_CONFIG, f"timesync-sidecar offsets: {message} (see --help)\n")
+        self.exit(EXIT_CONFIG, f"timesync-sidecar offsets: {without_values(message)} (see --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

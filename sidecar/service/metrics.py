@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics, generate_latest
@@ -113,8 +113,24 @@ class Metrics:
         self.stream_time = Gauge(
             "timesync_stream_time_seconds", "Task stream time (event time)", ["task"], registry=r
         )
+        #: Read when scraped, from the health (:meth:`watch_registry`): 0 while nothing waits.
+        self.registry_unavailable = Gauge(
+            "timesync_schema_registry_unavailable_seconds",
+            "How long fetched records have been waiting for an unusable schema registry (0: none wait)",
+            registry=r,
+        )
+        self.registry_unhealthy_after = Gauge(
+            "timesync_schema_registry_unhealthy_after_seconds",
+            "schema.registry.unhealthy.after.ms in seconds: past it /healthz is unhealthy (0: never)",
+            registry=r,
+        )
         self.lateness = LatenessHistogram()
         r.register(self.lateness)
+
+    def watch_registry(self, waited: Callable[[], float], unhealthy_after_s: float | None) -> None:
+        """Report the registry's unavailability from ``waited`` (seconds, read at each scrape)."""
+        self.registry_unavailable.set_function(waited)
+        self.registry_unhealthy_after.set(unhealthy_after_s or 0)
 
     def observe_task(self, task: str, snapshot: Mapping[str, Any], incarnation: int = 0) -> None:
         """Gauges from a task snapshot, and the drops and restamps the core counts at push (an

@@ -293,6 +293,8 @@ class Pipeline:
     async def _close(self) -> None:
         if self._consumer is not None:
             await close_quietly(self._consumer.stop(), self._close_failed)
+        if self._feed is not None and self._feed.schemas is not None:  # the registry's session
+            await close_quietly(self._feed.schemas.close(), self._close_failed)
         await self.delivery.close(list(self.tasks))
 
     def _close_failed(self, error: BaseException) -> None:
