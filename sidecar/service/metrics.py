@@ -91,16 +91,7 @@ class Metrics:
         #: Per task: the core's drop and restamp counts already added to the counters above.
         self._counted: dict[str, dict[tuple[str, str], int]] = {}
         self.heartbeats = Counter("timesync_heartbeats", "Watermark control records written", registry=r)
-        self.lag = _per_partition("timesync_consumer_lag", "Records on the broker not fetched yet", r)
-        self.buffered = _per_partition(
-            "timesync_buffered_records", "Records fetched and waiting to be merged", r
-        )
-        self.paused = _per_partition("timesync_partition_paused", "1 while fetching is paused", r)
-        self.idle = _per_partition(
-            "timesync_partition_idle_seconds",
-            "max.task.idle.ms=auto: how long the partition is waited for once quiet, learnt from its gaps",
-            r,
-        )
+        self._partition_gauges(r)
         #: The process's, not a task's: an operator's pause holds every task and survives restarts.
         self.operator_paused = Gauge(
             "timesync_operator_paused",
@@ -113,6 +104,25 @@ class Metrics:
         self.stream_time = Gauge(
             "timesync_stream_time_seconds", "Task stream time (event time)", ["task"], registry=r
         )
+        self._registry_gauges(r)
+        self.lateness = LatenessHistogram()
+        r.register(self.lateness)
+
+    def _partition_gauges(self, r: CollectorRegistry) -> None:
+        """The series per input partition."""
+        self.lag = _per_partition("timesync_consumer_lag", "Records on the broker not fetched yet", r)
+        self.buffered = _per_partition(
+            "timesync_buffered_records", "Records fetched and waiting to be merged", r
+        )
+        self.paused = _per_partition("timesync_partition_paused", "1 while fetching is paused", r)
+        self.idle = _per_partition(
+            "timesync_partition_idle_seconds",
+            "max.task.idle.ms=auto: how long the partition is waited for once quiet, learnt from its gaps",
+            r,
+        )
+
+    def _registry_gauges(self, r: CollectorRegistry) -> None:
+        """The schema registry's unavailability, as the health sees it."""
         #: Read when scraped, from the health (:meth:`watch_registry`): 0 while nothing waits.
         self.registry_unavailable = Gauge(
             "timesync_schema_registry_unavailable_seconds",
@@ -124,8 +134,6 @@ class Metrics:
             "schema.registry.unhealthy.after.ms in seconds: past it /healthz is unhealthy (0: never)",
             registry=r,
         )
-        self.lateness = LatenessHistogram()
-        r.register(self.lateness)
 
     def watch_registry(self, waited: Callable[[], float], unhealthy_after_s: float | None) -> None:
         """Report the registry's unavailability from ``waited`` (seconds, read at each scrape)."""
