@@ -348,9 +348,10 @@ class JsonTimeScan:
         """Event times of ``docs``, INVALID where a value has none (:meth:`explain` says why)."""
         if self.native is not None:
             return self.native.millis_all(docs)
-        return [self._or_invalid(doc) for doc in docs]
+        return [self.verdict(doc) for doc in docs]
 
-    def _or_invalid(self, doc: bytes | None) -> int:
+    def verdict(self, doc: bytes | None) -> int:
+        """The specification's verdict on one value: its event time in ms, or INVALID."""
         try:
             return self.millis(doc)
         except (ValueError, OverflowError):

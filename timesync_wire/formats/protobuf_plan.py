@@ -337,11 +337,12 @@ class ProtobufTimePlan:
         if self.native is not None:
             return self.native.millis_all(values, prefix)
         return [
-            self._or_invalid(v, len(prefix)) if type(v) is bytes and v.startswith(prefix) else OTHER
+            self.verdict(v, len(prefix)) if type(v) is bytes and v.startswith(prefix) else OTHER
             for v in values
         ]
 
-    def _or_invalid(self, value: bytes, start: int) -> int:
+    def verdict(self, value: bytes, start: int = 0) -> int:
+        """The specification's verdict on one body: its event time in ms, or INVALID."""
         try:
             return self.millis(value, start)
         except (ValueError, OverflowError):
