@@ -10,6 +10,7 @@ scanner may step over, and every stop is then checked against the length. An int
 (:meth:`JsonTimeScan.convert`, the shared time rules).
 """
 
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int64_t, uint64_t
@@ -45,6 +46,7 @@ cdef enum:
 
 cdef int64_t INVALID = -1
 cdef int64_t MAX_TIMESTAMP = 9223372036854775807
+@cython.final
 cdef class JsonScanner:
     """A compiled path (its parts as UTF-8) and unit; ``convert`` is the Python conversion of a
     leaf (``convert(doc, token, start, end) -> ms or -1``) for what C does not convert."""
@@ -222,7 +224,7 @@ cdef class JsonScanner:
 
     def millis_all(self, values):
         """Event times of ``values`` (bytes or None), -1 where a value has none; a value of
-        another type is read as ``bytes(value)``."""
+        another type is read as its bytes when it has the buffer protocol."""
         cdef list out = []
         cdef object value
         if type(values) is not list:
@@ -233,8 +235,8 @@ cdef class JsonScanner:
             elif PyBytes_CheckExact(value):
                 out.append(self.millis_of(<bytes>value))
             else:
-                try:
-                    out.append(self.millis_of(bytes(value)))
+                try:  # a bytearray or memoryview; not bytes(value): bytes(8) is eight NULs
+                    out.append(self.millis_of(memoryview(value).tobytes()))
                 except TypeError:
                     out.append(INVALID)
         return out

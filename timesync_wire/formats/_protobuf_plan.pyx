@@ -10,6 +10,7 @@ converted here; a double, float or string leaf goes back to Python
 (:meth:`ProtobufTimePlan.convert`, the shared time rules).
 """
 
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
@@ -93,6 +94,7 @@ cdef struct Reading:
     uint64_t nanos
 
 
+@cython.final
 cdef class CompiledPlan:
     """A plan (:meth:`~timesync_wire.formats.protobuf_plan.Plan.ints`) held in C arrays, the
     unit, and ``convert`` (``convert(raw) -> ms or -1``, for leaves C does not convert)."""

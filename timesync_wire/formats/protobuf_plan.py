@@ -11,11 +11,11 @@ this one to today's reader (``tests/unit/wire/``).
 **The walk checks what the runtime's parse checks**, because a body the runtime refuses is an
 invalid time today. Measured on protobuf 7.36 (upb), each rule kept by a test:
 
-- varints: at most 10 bytes (the 10th without a continuation bit; its bits past 64 are dropped,
-  not refused — unlike Go's ``protowire`` and Java, upb takes a 10th byte above 1); a tag at most
-  5 bytes and below 2^32; a length at most 5 bytes and within its message; field number 0 is an
-  error except inside an unknown group; wire types 6 and 7 are errors; nothing may cross the end
-  of its message;
+- varints: at most 10 bytes, the 10th without a continuation bit and its bits past 64 dropped,
+  not refused (upb takes a 10th byte above 1, as Java's ``CodedInputStream`` does and Go's
+  ``protowire`` does not); a tag at most 5 bytes and below 2^32; a length at most 5 bytes and
+  within its message; field number 0 is an error except inside an unknown group; wire types 6
+  and 7 are errors; nothing may cross the end of its message;
 - every known field is read wherever and however often it comes: strings the runtime validates
   must be UTF-8, messages and map entries are parsed in turn, packed runs must hold whole values;
   a field on a wire type not its own is an unknown field, as the runtime treats it;
@@ -25,9 +25,14 @@ invalid time today. Measured on protobuf 7.36 (upb), each rule kept by a test:
 **The path** is today's: a message on the way that is not set is an invalid time, and so is a
 scalar leaf with presence that is not set; one without presence reads as its zero. Of a field
 seen several times the last value wins and messages merge; a oneof member seen after a path
-field clears it. ``google.protobuf.Timestamp`` is read as seconds and nanos. What a plan cannot
-match exactly has no plan (:class:`~.protobuf_compile.NoPlan`); bodies above 2 GiB, beyond the
-runtime's range, are not considered.
+field clears it. ``google.protobuf.Timestamp`` is read as seconds and nanos.
+
+**Where the verdicts differ from today's**: nowhere a plan exists. What a plan cannot match
+exactly has none (:class:`~.protobuf_compile.NoPlan`: groups, message sets, extensions, a oneof
+shared with a closed enum; today's reader stays for those). The rules are upb's, the runtime's
+default; under ``PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python`` they were not measured. Bodies
+above 2 GiB, past upb's range, are not considered. Reasons are this module's own (they name
+the byte where the body stops parsing).
 
 **The time rules are not copied here** (see :mod:`.json_scan`): the leaf goes to ``rules``. The
 C twin converts integers and Timestamps itself, by the same rules, and hands doubles, floats and

@@ -163,7 +163,7 @@ def test_any_bytes_in_a_string_are_json_exactly_when_orjson_says(inside: bytes) 
     check(b'{"ts":"' + inside + b'"}', ("ts",), "ms")
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     token=st.from_regex(rb"\A-?(0|[1-9][0-9]{0,24})(\.[0-9]{1,20})?([eE][+-]?[0-9]{1,4})?\Z"),
     unit=st.sampled_from(("ms", "s", "us", "iso")),
@@ -178,11 +178,15 @@ def test_any_number_is_read_as_orjson_reads_it_and_converted_alike(
     check(doc, ("ts",), unit)
 
 
-def test_values_that_are_not_bytes_are_read_as_their_bytes_or_are_invalid() -> None:
+@pytest.mark.parametrize("native", [True, False], ids=["C", "specification"])
+def test_values_that_are_not_bytes_are_read_as_their_bytes_or_are_invalid(native: bool) -> None:
     scan = JsonTimeScan(["ts"], "ms", timevalues)
+    if not native:
+        scan.native = None
     values: list[object] = [None, b'{"ts":5}', bytearray(b'{"ts":6}'), memoryview(b'{"ts":7}'), "text", 8]
     assert scan.millis_all(values) == [INVALID, 5, 6, 7, INVALID, INVALID]  # type: ignore[arg-type]
     assert scan.explain(None) == "value is null"
+    assert scan.explain(8) == "value is int, not bytes"  # type: ignore[arg-type]
 
 
 def test_without_the_c_extension_the_specification_runs(monkeypatch: pytest.MonkeyPatch) -> None:
