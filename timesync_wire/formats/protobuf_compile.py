@@ -14,9 +14,10 @@ re-derived: whether a string field's UTF-8 is checked (proto3 yes, proto2 no, ed
 :class:`NoPlan` names what a plan cannot read exactly as the runtime does, so the caller keeps
 the runtime's reader for that schema: group and ``DELIMITED`` fields (a plan refuses groups; an
 unknown group on the wire is still skipped as the runtime skips it), the message-set encoding,
-extensions of a reachable type registered in the pool (the runtime parses them), and a path
-field sharing a oneof with a closed enum (an unknown value of that enum does not clear the
-oneof, and the plan does not hold enum values).
+extensions of a reachable type registered in the pool (the runtime parses them), a path field
+sharing a oneof with a closed enum (an unknown value of that enum does not clear the oneof, and
+the plan does not hold enum values), and a ``google.protobuf.Timestamp`` leaf that is a schema's
+own copy, not the well-known type (today's reader reads its fields by name).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ _LEAVES = {L_DOUBLE, L_FLOAT, L_INT64, L_UINT64, L_INT32, L_FIXED64, L_FIXED32, 
 _LEAVES |= {L_UINT32, L_SFIXED32, L_SFIXED64, L_SINT32, L_SINT64}
 _TYPE_MESSAGE, _TYPE_GROUP, _TYPE_STRING, _TYPE_ENUM = 11, 10, 9, 14
 TIMESTAMP_NAME: Final = "google.protobuf.Timestamp"
+#: Where the well-known Timestamp is defined (a schema may define a message of that name itself).
+TIMESTAMP_FILE: Final = "google/protobuf/timestamp.proto"
 #: The C walk keeps which path messages are set in the bits of one 64-bit word.
 MAX_STEPS: Final = 62
 
@@ -148,6 +151,12 @@ def _steps(message: Any, path: Sequence[str]) -> tuple[tuple[Step, ...], int]:
         leaf = TIMESTAMP if desc is not None and desc.full_name == TIMESTAMP_NAME else f.type
     if leaf not in _LEAVES and leaf != TIMESTAMP:
         raise NoPlan(f"field {'.'.join(path)} is not a number, a string or a {TIMESTAMP_NAME}")
+    if leaf == TIMESTAMP and desc.file.name != TIMESTAMP_FILE:
+        # Today's reader reads a Timestamp by field name; a copy may number its fields otherwise or,
+        # in proto2, give them defaults. The plan reads fields 1 and 2 of the well-known one.
+        raise NoPlan(
+            f"field {'.'.join(path)} is a {TIMESTAMP_NAME} of {desc.file.name}, not the well-known one"
+        )
     return tuple(steps), leaf
 
 

@@ -227,6 +227,9 @@ NO_PLAN = {
     "closed enum": "syntax = 'proto2'; message C { oneof o { int64 ts = 1; K k = 2; } enum K { A = 0; } }",
     "message-set": "syntax = 'proto2'; message O { optional M m = 1; optional int64 ts = 2; } "
     "message M { option message_set_wire_format = true; extensions 4 to max; }",
+    "not the well-known one": "syntax = 'proto2'; package google.protobuf; "
+    "message O { optional Timestamp ts = 1; } "
+    "message Timestamp { optional int64 seconds = 5 [default = 9]; optional int32 nanos = 7; }",
 }
 
 
