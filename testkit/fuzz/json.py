@@ -12,8 +12,8 @@ Inputs are drawn by plain functions of a seeded ``random.Random`` (hypothesis's 
 would make a long run slow): input n of a run is seed ``--seed + n``, so any input is redrawn
 from its seed. The suite runs the same checks small, hypothesis choosing the seeds
 (``tests/unit/wire/``); this runs them long. Progress is a line per 10 % of the inputs
-(rewritten in place on a terminal); a summary ends the run, and a disagreement stops it, naming
-the seed and the input.
+(rewritten in place on a terminal); a summary ends the run, and a disagreement, or an input
+whose checks take over :data:`MAX_CALL_S`, stops it, naming the seed and the input.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ PATHS: tuple[tuple[str, ...], ...] = (
     ("😀", "t\x00s"),
 )
 UNITS: tuple[Unit, ...] = ("ms", "s", "us", "iso")
+#: One input's checks taking longer than this is a finding: bounded work means milliseconds.
+MAX_CALL_S = 2.0
 #: 2^1024 - 2^970: the least magnitude a double rounds to infinity (and orjson refuses).
 OVERFLOW = str(2**1024 - 2**970)
 EDGE_NUMBERS = (
@@ -230,8 +232,13 @@ def campaign(count: int, seed: int, out: Callable[[str, bool], None]) -> int:
     valid, started, step = 0, time.monotonic(), max(1, count // 10)
     for n in range(count):
         case = draw_input(random.Random(seed + n))
+        checked = time.perf_counter()
         try:
             valid += check(*case) != INVALID
+            spent = time.perf_counter() - checked
+            assert spent < MAX_CALL_S, (
+                f"the checks took {spent:.2f} s (bound {MAX_CALL_S} s): unbounded work?"
+            )
         except AssertionError as e:
             out(f"DISAGREEMENT at seed {seed + n}: {case!r}: {e}", True)
             return 1

@@ -14,7 +14,8 @@ and the walk), the specification (``timesync_wire.formats.protobuf_plan``) and i
 
 Inputs are drawn by plain functions of a seeded ``random.Random``, as in :mod:`.json`: input n
 of a run is seed ``--seed + n``. Progress is a line per 10 % (in place on a terminal); a summary
-ends the run, and a disagreement stops it, naming the seed and the input.
+ends the run, and a disagreement, or an input whose checks take over 2 s, stops it, naming the
+seed and the input.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 from sidecar.formats import timevalues
 from sidecar.formats.protobuf import ProtobufTimeReader, protobuf_time_reader
 from sidecar.registry.protoc import MAIN_NAME, compile_proto
-from testkit.fuzz.json import progress_printer
+from testkit.fuzz.json import MAX_CALL_S, progress_printer
 from timesync_wire.formats.protobuf_compile import compile_plan
 from timesync_wire.formats.protobuf_plan import INVALID, ProtobufTimePlan, Unit, WireError, walk
 
@@ -265,8 +266,13 @@ def campaign(count: int, seed: int, out: Callable[[str, bool], None]) -> int:
     valid, started, step = 0, time.monotonic(), max(1, count // 10)
     for n in range(count):
         case = draw_input(random.Random(seed + n))
+        checked = time.perf_counter()
         try:
             valid += check(*case) != INVALID
+            spent = time.perf_counter() - checked
+            assert spent < MAX_CALL_S, (
+                f"the checks took {spent:.2f} s (bound {MAX_CALL_S} s): unbounded work?"
+            )
         except AssertionError as e:
             out(f"DISAGREEMENT at seed {seed + n}: {case!r}: {e}", True)
             return 1
