@@ -182,16 +182,9 @@ def locate(doc: bytes, path: Sequence[str]) -> Located:
             is_object = byte == 0x7B
             if len(stack) == MAX_DEPTH:
                 raise JsonSyntaxError(f"more than {MAX_DEPTH} nested containers", pos)
-            if not stack and is_object:
-                found, matched = Located(MISSING, 1), 0
-            elif pending == _LEAF:
-                found, leaf_depth = (
-                    Located(FOUND, len(path), OBJECT if is_object else ARRAY, start),
-                    len(stack) + 1,
-                )
-            elif pending == _STEP:
-                found = Located(MISSING, matched + 2) if is_object else Located(NOT_OBJECT, matched + 1)
-                matched += is_object
+            found, matched, leaf_depth = _opened(
+                is_object, start, len(stack), pending, len(path), (found, matched, leaf_depth)
+            )
             pending = _NOTHING
             stack.append(is_object)
             pos = _ws(doc, pos + 1)
@@ -230,6 +223,24 @@ def locate(doc: bytes, path: Sequence[str]) -> Located:
 
 
 _NOTHING, _LEAF, _STEP = 0, 1, 2
+
+
+def _opened(
+    is_object: bool, start: int, depth: int, pending: int, parts: int, state: tuple[Located, int, int]
+) -> tuple[Located, int, int]:
+    """What opening a container at ``start`` means for a path of ``parts`` parts: the new
+    (verdict, parts matched, depth at which the leaf's container closes) from those before
+    (``state``) and what the container is to the path (``pending``); ``depth`` 0 is the value."""
+    found, matched, leaf_depth = state
+    if depth == 0 and is_object:
+        return Located(MISSING, 1), 0, leaf_depth
+    if pending == _LEAF:
+        return Located(FOUND, parts, OBJECT if is_object else ARRAY, start), matched, depth + 1
+    if pending == _STEP and is_object:
+        return Located(MISSING, matched + 2), matched + 1, leaf_depth
+    if pending == _STEP:
+        return Located(NOT_OBJECT, matched + 1), matched, leaf_depth
+    return found, matched, leaf_depth
 
 
 def _ws(doc: bytes, pos: int) -> int:
