@@ -47,8 +47,6 @@ class PartitionGroup:
 
     def arrived(self, p: PartitionState) -> None:
         """``p`` was empty and now holds records: it competes for the head again."""
-        p.deadline = None  # data arrived: the idle clock starts afresh when next empty
-        p.frozen_remaining = None
         heapq.heappush(self.heap, (p.timestamps[p.head], p.rank, p.index))
 
     def blockers(self, now_ms: int) -> Blockers:

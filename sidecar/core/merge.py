@@ -40,15 +40,14 @@ class PartitionState:
 
     __slots__ = (
         "caught_up_at",
-        "deadline",
-        "frozen_remaining",
         "head",
         "index",
         "lag",
         "monotonic",
         "next_offset",
         "partition_time",
-        "paused",
+        "paused_at",
+        "quiet_since",
         "rank",
         "records",
         "start_offset",
@@ -71,10 +70,13 @@ class PartitionState:
         self.lag: int | None = None
         #: Time of the last fetch response that showed lag 0.
         self.caught_up_at: int | None = None
-        #: KIP-695 idle deadline, started when found empty with lag 0, kept until data arrives.
-        self.deadline: int | None = None
-        self.frozen_remaining: int | None = None
-        self.paused = False
+        #: Start of the partition's quiet spell: its last arrival, or the first fetch that showed
+        #: it caught up since its lag was unknown or positive; ``None`` while it is not caught up.
+        #: ``readiness.py`` keeps it (the idle rule's clock).
+        self.quiet_since: int | None = None
+        #: When backpressure or an operator paused it (its quiet clock stands still); ``None``
+        #: while it is fetched.
+        self.paused_at: int | None = None
         #: Offset of the first record pushed (where consumption started) and after the last one
         #: (valid, skipped or dead-lettered); ``None`` before any push.
         self.start_offset: int | None = None
@@ -82,6 +84,10 @@ class PartitionState:
         self.partition_time: int | None = None
         self.watermark_policy = policy
         self.watermark: int | None = None
+
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
 
     @property
     def buffered(self) -> int:

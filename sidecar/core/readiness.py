@@ -1,41 +1,82 @@
-"""When a task may emit: Kafka's KIP-353 and KIP-695 idle rule for ``max.task.idle.ms``.
+"""When a task may emit: the idle rule for ``max.task.idle.ms`` (KIP-353, KIP-695), counted from
+each partition's last arrival.
 
 Theory of operation
 -------------------
-A task merges several partitions by timestamp. It may only emit the smallest buffered head if
-no *empty* partition could still deliver something earlier. What the task knows about an empty
-partition is its lag, learnt from the last fetch response (high watermark − position):
+A task merges several partitions by timestamp. It may only emit the smallest buffered head if no
+*empty* partition could still deliver something earlier. What it knows of an empty partition is
+its lag, learnt from the last fetch response (high watermark − position), and how long it has
+been *quiet*. The verdict on an empty partition, with its idle ``I`` (the task's
+:class:`IdleStrategy` answers it):
 
-* lag unknown — nothing has been fetched yet: wait (**block**);
-* lag > 0 — the data is on the broker, just not fetched yet: wait for the fetch (**block**);
-* lag == 0 — the partition is truly caught up. Start an idle deadline ``now + idle`` (once; it
-  is kept until data arrives) and block until it passes. After it, the partition no longer
-  holds the task back, and whatever is emitted meanwhile is *enforced processing*: it may be
-  out of order if the quiet partition later delivers an earlier record.
+=============================================  =================================================
+the partition                                  verdict
+=============================================  =================================================
+paused (backpressure, an operator's hold)      blocks: its lag is stale (``PAUSED``)
+lag unknown: no fetch response yet             blocks until a fetch (``LAG_UNKNOWN``)
+lag > 0: records on the broker, not fetched    blocks until a fetch (``LAG_ON_BROKER``)
+lag 0, ``I`` ≥ 2^63−1 (``max``)                blocks until it delivers (``IDLING``, no deadline)
+lag 0, quiet for less than ``I``               blocks until ``quiet_since + I`` (``IDLING``)
+lag 0, quiet for ``I`` or longer               passes (``PASSED``): what goes out is *enforced*
+=============================================  =================================================
 
-The rule is judged before each emit, so only while the task holds something to emit: a task
-with every buffer empty starts no idle clock (nothing is being held back), and a quiet pair of
-partitions that wakes up together is waited for like any other. Once started, a deadline is
-kept until the partition delivers data, as in Kafka Streams: a partition that stayed quiet past
-its deadline does not add ``idle`` ms of latency to every later record.
+``max.task.idle.ms=-1`` turns the rule off: nothing blocks, nothing is enforced.
 
-``max.task.idle.ms`` = ``-1`` turns the rule off (always ready while any partition has data,
-nothing is ever enforced); ``0`` waits for lag knowledge but not a millisecond longer; ``max``
-(any value ≥ 2^63-1) waits forever; ``auto`` waits, per partition, what ``idle_learning.py``
-learnt (the task passes it in). A paused partition (backpressure) is not fetched, so its lag goes
-stale: it blocks, and its idle clock is frozen — the time left is restored on resume.
+The quiet clock
+---------------
+Each partition keeps ``quiet_since`` — when its quiet spell began — and ``paused_at``. The
+partition's *clock* reads ``now``, or ``paused_at`` while it is paused (its clock stands still).
 
-This module holds the rule for one partition (:func:`judge`) and the one place a task applies
-it (:class:`Gate`): before a take, as a partition runs dry during one, and for ``/status``.
+=========================================  =======================================================
+event at ``now``                           effect
+=========================================  =======================================================
+a fetch shows lag > 0                      ``quiet_since = None``: not quiet, data is coming
+a fetch shows lag 0                        ``quiet_since = clock`` if it was ``None``; kept else
+records arrive (a push), lag 0             ``quiet_since = clock``: the spell starts again
+pause                                      ``paused_at = now``
+resume                                     ``quiet_since += now − paused_at``; ``paused_at = None``
+=========================================  =======================================================
+
+So ``quiet_since`` is ``None`` exactly while the lag is unknown or positive; otherwise it is the
+partition's **last arrival** (the last fetch that brought it records), or the first fetch that
+showed it caught up when none came since its lag was unknown or positive — an input that never
+had a record is quiet from the first fetch that shows it, and a fetch showing records that then
+never come (an aborted transaction, a compacted log) ends the spell all the same.
+
+Why from the last arrival
+-------------------------
+Kafka Streams (``PartitionGroup.readyToProcess``) starts a partition's idle deadline when it
+first finds the partition empty and caught up — when its *buffer runs dry*. A backlog's partitions
+run dry one after another, as the merge reaches the end of each, so each of them adds one idle:
+``(N − 1) × idle`` after every restart, rebalance or burst end (17.8 s of tail in the demo's 8
+partitions at 2500 ms). Counted from the last arrival, the rule acts on the same information —
+the producer was silent for the whole idle — and a backlog pays one idle at most: by the time
+the merge reaches the end of a partition, its quiet spell has been running since its records
+were fetched. What it gives up: a partition quiet for longer than its idle before another one
+delivers is passed at once (Kafka Streams passes it at once too when its deadline ran while the
+task was polled with nothing buffered); and the records of a producer that wakes up together
+with another after such a spell may come out late (enforced, then late), where a clock started
+at the wake-up would have waited for them.
+
+Every other rule is Kafka's: lag unknown or > 0 never passes, however long it lasts (a replay of
+history is never enforced); an empty fetch does not restart the spell; a paused partition blocks
+and its clock is frozen — the time it had been quiet is kept for its resume. The rule is pure:
+judging a partition changes nothing, so ``/status`` and the take ask the same question and get
+the same answer.
+
+This module holds the clock's events (:func:`fetched`, :func:`arrived`, :func:`pause`,
+:func:`resume`), the verdict (:func:`judge`) and the one place a task applies it (:class:`Gate`):
+before a take, as a partition runs dry during one, and for ``/status``.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from sidecar.core.idle_learning import IdleLearner
 from sidecar.core.merge import PartitionState
 from sidecar.core.records import TopicPartition
 
@@ -43,94 +84,156 @@ from sidecar.core.records import TopicPartition
 IDLE_DISABLED = -1
 #: ``max.task.idle.ms=max``: Long.MAX_VALUE; any value at least this large waits forever.
 IDLE_FOREVER = 2**63 - 1
-#: ``max.task.idle.ms=auto``: each partition's idle is learnt (``idle_learning.py``); the task
-#: passes the learnt wait to this module, which never sees this value.
+#: ``max.task.idle.ms=auto``: each partition's idle is learnt (``idle_learning.py``).
 IDLE_AUTO = -2
+
+
+class IdleStrategy(ABC):
+    """How long an empty, caught-up partition is waited for, counted from its quiet spell's start.
+
+    The hooks are called by the task at the moments named; the default is to ignore them.
+    """
+
+    __slots__ = ()
+
+    #: ``False`` only under ``max.task.idle.ms=-1``: nothing holds a task back, nothing is enforced.
+    enabled: ClassVar[bool] = True
+
+    @abstractmethod
+    def idle_ms(self, p: PartitionState) -> int:
+        """``p``'s idle now: it passes once quiet this long; :data:`IDLE_FOREVER` or more: never."""
+
+    @abstractmethod
+    def basis(self, p: PartitionState) -> str:
+        """The setting behind ``p``'s idle, in a few words for ``/status``'s reasons."""
+
+    def observe(self, parts: Sequence[PartitionState], now_ms: int) -> None:
+        """A poll at ``now_ms``, before the gate judges ``parts``."""
+        return None
+
+    def arrival(self, p: PartitionState, quiet_ms: int | None, stream_time: int) -> None:
+        """Records reached the empty partition ``p`` after a quiet spell of ``quiet_ms`` (``None``:
+        it was not caught up), before its quiet clock starts again."""
+        return None
+
+    def held(self, parts: Sequence[PartitionState]) -> None:
+        """An operator holds the task: ``parts`` are paused by the hold."""
+        return None
+
+    def snapshot(self, p: PartitionState, quiet_ms: int | None) -> dict[str, Any] | None:
+        """What ``/status`` shows of this strategy for ``p`` (``None``: nothing beyond the config)."""
+        return None
 
 
 class Verdict(enum.IntEnum):
     """What an empty partition means for the task right now."""
 
-    #: The partition's idle deadline passed: it no longer blocks; emitting is enforced.
+    #: Quiet for its whole idle: it no longer blocks; emitting is enforced.
     PASSED = 0
     #: Blocks: no fetch has told us the partition's lag yet.
     LAG_UNKNOWN = 1
     #: Blocks: a fetch showed records on the broker that are not buffered yet.
     LAG_ON_BROKER = 2
-    #: Blocks: caught up, waiting until the idle deadline.
+    #: Blocks: caught up, quiet for less than its idle (or waited for forever).
     IDLING = 3
     #: Blocks: paused for backpressure; its lag is stale and its idle clock frozen.
     PAUSED = 4
 
 
+# -- the quiet clock --------------------------------------------------------------------------------
+
+
+def clock(p: PartitionState, now_ms: int) -> int:
+    """``p``'s clock: ``now_ms``, or the moment it was paused (its clock stands still)."""
+    return now_ms if p.paused_at is None else p.paused_at
+
+
+def fetched(p: PartitionState, lag: int, now_ms: int) -> None:
+    """A fetch response at ``now_ms`` showed ``p``'s lag (≥ 0)."""
+    p.lag = lag
+    if lag > 0:
+        p.quiet_since = None
+    elif p.quiet_since is None:
+        p.quiet_since = clock(p, now_ms)
+
+
+def arrived(p: PartitionState, now_ms: int) -> None:
+    """Records of ``p`` were pushed at ``now_ms``: its quiet spell starts again (if caught up)."""
+    if p.lag == 0:
+        p.quiet_since = clock(p, now_ms)
+
+
+def pause(p: PartitionState, now_ms: int) -> None:
+    """``p`` is paused: it is not fetched, so its lag goes stale, and its clock stands still."""
+    if p.paused_at is None:
+        p.paused_at = now_ms
+
+
+def resume(p: PartitionState, now_ms: int) -> None:
+    """``p`` is fetched again; its quiet spell goes on with the time it had run before the pause."""
+    if p.paused_at is None:
+        return
+    if p.quiet_since is not None:
+        p.quiet_since += now_ms - p.paused_at
+    p.paused_at = None
+
+
+def quiet_for(p: PartitionState, now_ms: int) -> int | None:
+    """How long ``p`` has been quiet at ``now_ms`` (``None``: it is not caught up)."""
+    return None if p.quiet_since is None else clock(p, now_ms) - p.quiet_since
+
+
+# -- the verdict ------------------------------------------------------------------------------------
+
+
+def passes_at(p: PartitionState, idle_ms: int) -> int | None:
+    """When ``p``, empty, stops blocking by waiting: ``quiet_since + idle``; ``None`` when only a
+    fetch, data or a resume can change its verdict (paused, lag unknown or > 0, idle ``max``).
+    ``max`` is never added to a time (Kafka Streams' ``now + idle`` overflows there)."""
+    if p.paused_at is not None or p.lag != 0 or p.quiet_since is None or idle_ms >= IDLE_FOREVER:
+        return None
+    return p.quiet_since + idle_ms
+
+
 def judge(p: PartitionState, now_ms: int, idle_ms: int) -> Verdict:
-    """The verdict on an *empty* partition at ``now_ms``, without changing anything (for
-    ``/status``); :func:`empty_partition_verdict` is the same rule, applied."""
-    if p.paused:
+    """The verdict on an *empty* partition at ``now_ms`` with idle ``idle_ms`` (the table above).
+    Pure: it changes nothing."""
+    if p.paused_at is not None:
         return Verdict.PAUSED
     if p.lag is None:
         return Verdict.LAG_UNKNOWN
     if p.lag > 0:
         return Verdict.LAG_ON_BROKER
-    if idle_ms >= IDLE_FOREVER:
-        return Verdict.IDLING
-    deadline = p.deadline if p.deadline is not None else now_ms + idle_ms
-    return Verdict.IDLING if now_ms < deadline else Verdict.PASSED
+    at = passes_at(p, idle_ms)
+    return Verdict.IDLING if at is None or now_ms < at else Verdict.PASSED
 
 
-def empty_partition_verdict(p: PartitionState, now_ms: int, idle_ms: int) -> Verdict:
-    """Judge an *empty* partition at ``now_ms``; starts or clears its idle deadline as Kafka does."""
-    verdict = judge(p, now_ms, idle_ms)
-    if verdict in (Verdict.LAG_UNKNOWN, Verdict.LAG_ON_BROKER):
-        p.deadline = None
-    elif p.deadline is None and verdict is not Verdict.PAUSED and idle_ms < IDLE_FOREVER:
-        p.deadline = now_ms + idle_ms
-    return verdict
-
-
-def explain(verdict: Verdict, p: PartitionState, now_ms: int, idle_ms: int) -> str | None:
+def explain(verdict: Verdict, p: PartitionState, idle: IdleStrategy) -> str | None:
     """Why an empty partition holds its task back (``None`` when it does not), for ``/status``."""
     if verdict is Verdict.PASSED:
         return None
     if verdict is Verdict.PAUSED:
-        return "paused; its lag is stale until resumed"
+        return "paused; its lag is stale and its idle clock stopped until resumed"
     if verdict is Verdict.LAG_UNKNOWN:
         return "lag unknown: no fetch response yet"
     if verdict is Verdict.LAG_ON_BROKER:
         return f"lag {p.lag} on the broker, not fetched yet"
-    if idle_ms >= IDLE_FOREVER:
-        return "idling: caught up, and max.task.idle.ms=max waits for data forever"
-    until = p.deadline if p.deadline is not None else now_ms + idle_ms
-    return f"idling until {until} (caught up; max.task.idle.ms={idle_ms})"
+    at = passes_at(p, idle.idle_ms(p))
+    if at is None:
+        return f"idling: caught up, and {idle.basis(p)} waits for data forever"
+    return f"idling until {at} (quiet since {p.quiet_since}; {idle.basis(p)})"
 
 
-def pause(p: PartitionState, now_ms: int) -> None:
-    """Mark ``p`` paused and freeze its idle clock."""
-    if p.paused:
-        return
-    p.paused = True
-    if p.deadline is not None:
-        p.frozen_remaining = p.deadline - now_ms
-        p.deadline = None
-
-
-def resume(p: PartitionState, now_ms: int) -> None:
-    """Mark ``p`` resumed; its idle deadline continues with the time it had left."""
-    if not p.paused:
-        return
-    p.paused = False
-    if p.frozen_remaining is not None:
-        p.deadline = now_ms + p.frozen_remaining
-        p.frozen_remaining = None
+# -- across a task ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class Blockers:
     """What the empty partitions of a task say before a take.
 
-    ``blocking``: partitions only a fetch can unblock; ``deadline``: the earliest idle deadline
-    still to pass; ``enforced``: some empty partition's deadline passed already, so whatever is
-    taken is enforced processing.
+    ``blocking``: partitions only a fetch (or data, or a resume) can unblock; ``deadline``: the
+    earliest time an idling partition passes; ``enforced``: some empty partition passed already,
+    so whatever is taken is enforced processing.
     """
 
     enforced: bool = False
@@ -149,25 +252,19 @@ NOTHING_BLOCKS = Blockers()
 class Gate:
     """The idle rule applied across one task's partitions: every readiness decision goes here.
 
-    It is judged only while the task holds something to take (an empty task starts no idle
-    clock), and only for empty partitions: a partition with data never holds the task back.
+    Only empty partitions are judged: a partition with data never holds the task back. The task
+    asks only while it holds something to take; the partitions' quiet clocks run regardless.
     """
 
-    __slots__ = ("enabled", "idle_ms", "learner")
+    __slots__ = ("enabled", "idle")
 
-    def __init__(self, idle_ms: int, learner: IdleLearner | None = None) -> None:
-        self.idle_ms = idle_ms
+    def __init__(self, idle: IdleStrategy) -> None:
+        self.idle = idle
         #: ``False`` under ``max.task.idle.ms=-1``: nothing ever holds the task back or is enforced.
-        self.enabled = idle_ms != IDLE_DISABLED
-        #: Under ``max.task.idle.ms=auto``: each partition's idle, as learnt (else ``None``).
-        self.learner = learner
-
-    def _idle(self, p: PartitionState, now_ms: int) -> int:
-        """The idle ``p`` is judged by: the setting, or what is left of the idle ``auto`` learnt."""
-        return self.idle_ms if self.learner is None else self.learner.wait_for(p, now_ms)
+        self.enabled = idle.enabled
 
     def assess(self, parts: Iterable[PartitionState], now_ms: int) -> Blockers:
-        """Before a take: judge every empty partition (starting idle deadlines as Kafka does)."""
+        """Before a take: judge every empty partition."""
         if not self.enabled:
             return NOTHING_BLOCKS
         enforced = False
@@ -176,37 +273,36 @@ class Gate:
         for p in parts:
             if p.head != len(p.timestamps):
                 continue
-            verdict = empty_partition_verdict(p, now_ms, self._idle(p, now_ms))
+            idle = self.idle.idle_ms(p)
+            verdict = judge(p, now_ms, idle)
             if verdict is Verdict.PASSED:
                 enforced = True
-            elif verdict is Verdict.IDLING and p.deadline is not None:
-                if deadline is None or p.deadline < deadline:
-                    deadline = p.deadline
-            else:  # no deadline to wait for: only a fetch bringing data can unblock
+                continue
+            at = passes_at(p, idle) if verdict is Verdict.IDLING else None
+            if at is None:  # no time to wait for: only a fetch, data or a resume can unblock
                 blocking.append(p.tp)
+            elif deadline is None or at < deadline:
+                deadline = at
         return Blockers(enforced, tuple(blocking), deadline)
 
     def passes(self, p: PartitionState, now_ms: int) -> bool:
         """During a take under an :attr:`enabled` gate, ``p`` ran dry while others still hold
         records: may the take go on? (If it does, what follows is enforced.)"""
-        return empty_partition_verdict(p, now_ms, self._idle(p, now_ms)) is Verdict.PASSED
+        return judge(p, now_ms, self.idle.idle_ms(p)) is Verdict.PASSED
+
+    def passes_at(self, p: PartitionState) -> int | None:
+        """When ``p`` would stop holding the task back, were it empty (``None``: not by waiting,
+        or never held back under ``-1``), for ``/status``."""
+        return passes_at(p, self.idle.idle_ms(p)) if self.enabled else None
 
     def reasons(self, parts: Iterable[PartitionState], now_ms: int) -> list[tuple[PartitionState, str]]:
-        """For ``/status``: each empty partition holding the task back, and why; changes nothing."""
+        """For ``/status``: each empty partition holding the task back, and why."""
         if not self.enabled:
             return []
         out = []
         for p in parts:
             if p.head == len(p.timestamps):
-                reason = self._reason(p, now_ms)
+                reason = explain(judge(p, now_ms, self.idle.idle_ms(p)), p, self.idle)
                 if reason is not None:
                     out.append((p, reason))
         return out
-
-    def _reason(self, p: PartitionState, now_ms: int) -> str | None:
-        learner = self.learner
-        idle = self.idle_ms if learner is None else learner.wait_ms(p.index, now_ms)
-        verdict = judge(p, now_ms, idle)
-        if learner is None or verdict is not Verdict.IDLING:
-            return explain(verdict, p, now_ms, idle)
-        return learner.why_idling(p, p.deadline if p.deadline is not None else now_ms + idle)

@@ -272,11 +272,15 @@ def test_the_committed_offset_never_passes_an_unacked_output(s: Scenario) -> Non
 
 
 def reference(s: Scenario) -> list[tuple[str, int, int, int, bool, bool]]:
-    """The DESIGN rules applied one record at a time, with no runs, no bisect, no heap reuse."""
+    """The DESIGN rules applied one record at a time, with no runs, no bisect, no heap reuse.
+
+    Readiness: an empty partition blocks while its lag is unknown or > 0; caught up, it passes
+    once it has been quiet for the idle, counted from its last arrival (or, when nothing arrived
+    since it was behind, from the first fetch that showed it caught up).
+    """
     n = len(s.partitions)
     queues: list[list[Record]] = [[] for _ in range(n)]
-    lag: list[int | None] = [None] * n
-    deadline: list[int | None] = [None] * n
+    quiet_since: list[int | None] = [None] * n
     visible, position = [0] * n, [0] * n
     rank = sorted(range(n), key=lambda i: ("ab".index(s.partitions[i].topic), s.partitions[i].partition))
     rank_of = {i: r for r, i in enumerate(rank)}
@@ -288,20 +292,12 @@ def reference(s: Scenario) -> list[tuple[str, int, int, int, bool, bool]]:
         blocked = enforced = False
         for i in range(n):
             if queues[i]:
-                deadline[i] = None
                 continue
-            if lag[i] is None or lag[i] > 0:  # type: ignore[operator]
-                deadline[i] = None
-                blocked = True
-            elif s.idle >= IDLE_FOREVER:
-                blocked = True
+            since = quiet_since[i]
+            if since is None or s.idle >= IDLE_FOREVER or now < since + s.idle:
+                blocked = True  # lag unknown or > 0, waiting forever, or not quiet long enough
             else:
-                if deadline[i] is None:
-                    deadline[i] = now + s.idle
-                if now < deadline[i]:  # type: ignore[operator]
-                    blocked = True
-                else:
-                    enforced = True
+                enforced = True
         return blocked, enforced
 
     def poll() -> None:
@@ -330,8 +326,11 @@ def reference(s: Scenario) -> list[tuple[str, int, int, int, bool, bool]]:
                 queues[i] += [
                     Record(tp.topic, tp.partition, o, s.logs[i][o]) for o in range(position[i], end)
                 ]
+                if visible[i] > end:  # lag > 0
+                    quiet_since[i] = None  # behind: not quiet
+                elif end > position[i] or quiet_since[i] is None:
+                    quiet_since[i] = now  # an arrival, or caught up at last
                 position[i] = end
-                lag[i] = visible[i] - end
         elif op[0] == "tick":
             now += op[1]
         elif op[0] == "poll":
