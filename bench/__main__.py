@@ -7,6 +7,7 @@ python -m bench readme [--results results/results.json] [--pending]
 python -m bench ab --baseline REV [--records N] [--rounds N] [--out DIR]
 python -m bench spark-knobs [--records N] [--keys N] [--out DIR]
 python -m bench live --workloads a,b --idle 0,100,auto [--rounds N] [--out DIR]
+python -m bench idle-backlog [--quick] [--rounds N] [--out DIR]
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bench import scenarios
+from bench import idle_backlog, scenarios
 
 
 def run_bench(
@@ -187,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     knobs.add_argument("--records", type=int, default=500_000, help="orders and payments (default 500,000)")
     knobs.add_argument("--keys", type=int, default=5_000, help="customers (default 5,000)")
     knobs.add_argument("--out", type=Path, default=Path("results"), help="where spark-knobs.json and .md go")
+    idle_backlog.add_parser(sub)
     readme = sub.add_parser(
         "readme",
         help="rewrite the generated blocks of README.md, bench/README.md and deploy/README.md",
@@ -247,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
         if not idles or args.rounds < 1:
             parser.error("live: give --idle values and --rounds of at least 1")
         return run_live_rounds(names, idles, args.rounds, args.out)
+
+    if args.command == idle_backlog.COMMAND:
+        return idle_backlog.main(args)
 
     if args.command == "spark-knobs":
         return run_spark_knobs(args.records, args.keys, args.out)
