@@ -4,7 +4,8 @@
 2. Ad impressions and clicks (4 + 4 partitions, about 100k records over 30 s) are produced
    live; one impressions partition lags: every second it writes the records of 8–9 s ago.
 3. The timesync sidecar merges them into one ordered topic (``max.task.idle.ms=2500``: longer
-   than the gap between the lagging partition's bursts, so it is waited for, not skipped).
+   than the gap between the lagging partition's bursts, so it is waited for, not skipped). When
+   the producers stop, the last records wait one idle at most; the demo prints that drain.
 4. While data flows, Spark counts impressions and clicks per ad over 5 s windows, live, on the
    ordered topic. Afterwards the same count runs twice more in micro-batches of two seconds of
    arrivals at the same watermark delay: over the raw inputs in the order a plain consumer
@@ -33,7 +34,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from rich.table import Table
 
-from bench import demo_avro
+from bench import demo_avro, demo_drain
 from bench.progress import console, track
 from sidecar.core.stamping import SOURCE_OFFSET, SOURCE_PARTITION, SOURCE_TOPIC
 from sidecar.kafka.admin import TopicSpec
@@ -356,8 +357,10 @@ async def run(
     ]
     with track("produce (live)", total=len(events), every_s=5) as task:
         await kafka_io.produce(bootstrap, events, paced=True, progress=task.update)
+    producers_stopped_ms = (time.monotonic() - t0) * 1000
     with track(
-        "drain: the sidecar waits out each partition's idle time at the end", total=len(events)
+        "drain: the last records wait one idle at most, from each partition's last arrival",
+        total=len(events),
     ) as task:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -372,6 +375,7 @@ async def run(
             task.update(s + 1)
     stop.set()
     await asyncio.gather(*watchers)
+    drain = demo_drain.drain_s(producers_stopped_ms, [at for at, _, _ in merged.rows])
     status = (await sidecar.status())["tasks"]["0"]
     dropped = await asyncio.to_thread(spark.stop_live)
     stopped = await sidecar.stop()
@@ -419,6 +423,7 @@ async def run(
         f"{finals:,} (dropped {dropped['final-per-ad']:,})",
     )
     console.print(table)
+    console.print(demo_drain.line(drain, IDLE_MS))
     plot(raw, merged, OUT / "event-time-vs-arrival.png")
     console.print(f"plot: {OUT / 'event-time-vs-arrival.png'}   sidecar log: {sidecar.log_path}")
     ok = len(merged.rows) == len(events) and merged_late == 0 and stopped == 0
