@@ -62,6 +62,8 @@ async def test_a_truly_quiet_partition_is_waited_for_idle_ms_then_output_flows_e
         assert blocker["topic"] == quiet
         assert blocker["reason"].startswith("idling until")
         assert status["tasks"]["0"]["records_out"] == 0
+        (waited_for,) = [p for p in status["tasks"]["0"]["partitions"] if p["topic"] == quiet]
+        assert waited_for["passes_at"] == waited_for["quiet_since"] + idle
     got = ordered.data(await kafka_io.read_topics(bootstrap, [out], expected=100, timeout_s=30))
     waited = time.monotonic() - started
 

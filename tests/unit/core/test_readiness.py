@@ -311,6 +311,22 @@ def test_nothing_buffered_is_idle() -> None:
     assert t.poll(0) == Idle(None)
 
 
+def test_status_shows_since_when_each_partition_is_quiet_and_when_it_passes() -> None:
+    t = task(A0, B0, C0, max_task_idle_ms=IDLE)
+    feed(t, A0, [1, 2], now=1_000)
+    caught_up(t, B0, now=400)
+    t.observe_fetch(C0, high_watermark=3, position=0, now_ms=1_000)
+
+    rows = {(r["topic"], r["partition"]): r for r in t.snapshot(1_050)["partitions"]}
+
+    assert (rows["a", 0]["quiet_since"], rows["a", 0]["passes_at"]) == (1_000, 1_100)
+    assert (rows["b", 0]["quiet_since"], rows["b", 0]["passes_at"]) == (400, 500)
+    assert (rows["c", 0]["quiet_since"], rows["c", 0]["passes_at"]) == (None, None), "behind"
+    assert t.snapshot(1_050)["blocked_by"] == [
+        {"topic": "c", "partition": 0, "reason": "lag 3 on the broker, not fetched yet"}
+    ]
+
+
 # -- pauses -----------------------------------------------------------------------------------------
 
 
