@@ -32,7 +32,8 @@ event at ``now``                           effect
 =========================================  =======================================================
 a fetch shows lag > 0                      ``quiet_since = None``: not quiet, data is coming
 a fetch shows lag 0                        ``quiet_since = clock`` if it was ``None``; kept else
-records arrive (a push), lag 0             ``quiet_since = clock``: the spell starts again
+records arrive (a push), lag 0             ``quiet_since = clock``: the spell starts again (even
+                                           if the intake then skips or dead-letters them all)
 pause                                      ``paused_at = now``
 resume                                     ``quiet_since += now − paused_at``; ``paused_at = None``
 =========================================  =======================================================
@@ -65,8 +66,10 @@ judging a partition changes nothing, so ``/status`` and the take ask the same qu
 the same answer.
 
 This module holds the clock's events (:func:`fetched`, :func:`arrived`, :func:`pause`,
-:func:`resume`), the verdict (:func:`judge`) and the one place a task applies it (:class:`Gate`):
-before a take, as a partition runs dry during one, and for ``/status``.
+:func:`resume`), the verdict (:func:`judge`), the interface through which each setting gives its
+idle (:class:`IdleStrategy`; the settings' strategies are in ``idle_strategy.py``) and the one
+place a task applies the rule (:class:`Gate`): before a take, as a partition runs dry during one,
+and for ``/status``.
 """
 
 from __future__ import annotations
