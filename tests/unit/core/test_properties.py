@@ -387,3 +387,25 @@ def test_capping_batch_size_does_not_change_the_output(s: Scenario) -> None:
         s.pauses,
     )
     assert outputs(run(capped)) == outputs(run(uncapped))
+
+
+@SETTINGS
+@given(
+    logs=st.lists(st.lists(st.integers(0, 60), max_size=25), min_size=1, max_size=6),
+    idle=st.sampled_from([0, 3, 20, 500]),
+)
+def test_a_backlog_fetched_whole_is_out_one_idle_after_its_fetch(logs: list[list[int]], idle: int) -> None:
+    """Whatever the backlog (empty partitions, any times), fetched whole at 0: counted from the
+    last arrival, every partition has been quiet for the idle at ``idle`` — one wait, not one per
+    partition running dry."""
+    tps = [TopicPartition("t", i) for i in range(len(logs))]
+    task = MergeTask(tps, TaskConfig(max_task_idle_ms=idle, watermark_heartbeat_ms=0))
+    for tp, log in zip(tps, logs, strict=True):
+        task.observe_fetch(tp, len(log), len(log), 0)
+        task.push(tp, [Record(tp.topic, tp.partition, o, ts) for o, ts in enumerate(log)])
+    for now in (0, idle):
+        while isinstance(out := task.poll(now), Emit):
+            task.acked([out.batch_id])
+
+    assert task.snapshot(idle)["buffered"] == 0
+    assert task.records_out == sum(len(log) for log in logs)
