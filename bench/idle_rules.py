@@ -35,12 +35,13 @@ class RunDryIdle(IdleStrategy):
     up and not paused while the task holds records — a poll finding it so, or a take running it
     dry — and forget that moment once it holds records again or falls behind.
 
-    Expressed through the rule's own clock (``readiness.passes_at`` is ``quiet_since + idle``):
-    the idle answered is ``dry_since − quiet_since + ms``, so the wait ends ``ms`` after the run-dry
-    moment, and a pause, which moves ``quiet_since`` forward on resume, moves it as far — the old
-    rule's frozen deadline. Unlike timesync's strategies it changes state when asked (Kafka
-    Streams' ``idlePartitionDeadlines.putIfAbsent``): a take runs within one poll, at that poll's
-    time, so the time of the last poll is the run-dry moment.
+    Expressed through the rule's own clock (``readiness.passes_at`` is ``counted_from + idle``):
+    the idle answered is ``dry_since + ms − counted_from``, so the wait ends ``ms`` after the
+    run-dry moment, on the wall clock, as the old deadline did. Unlike timesync's strategies it
+    changes state when asked (Kafka Streams' ``idlePartitionDeadlines.putIfAbsent``): a take runs
+    within one poll, at that poll's time, so the time of the last poll is the run-dry moment.
+    Not modelled: the old rule froze a deadline while its partition was paused; a backlog's drain
+    pauses only full partitions, never one being waited for.
     """
 
     __slots__ = ("_dry_since", "_now", "ms")
@@ -51,11 +52,11 @@ class RunDryIdle(IdleStrategy):
         self._now = 0
 
     def idle_ms(self, p: PartitionState) -> int:
-        if p.quiet_since is None or p.paused or p.lag != 0:
+        if p.counted_from is None or p.paused or p.lag != 0:
             return self.ms  # behind or paused: the rule does not judge it by its idle now
         # Asked while it still holds records only as the take is about to run it dry.
         since = self._dry_since.setdefault(p.index, self._now)
-        return since - p.quiet_since + self.ms
+        return since + self.ms - p.counted_from
 
     def basis(self, p: PartitionState) -> str:
         return f"max.task.idle.ms={self.ms}, Kafka Streams' rule (from when its buffer ran dry)"

@@ -60,7 +60,9 @@ class LearntIdle(IdleStrategy):
 
     Turns what the task tells into gaps: records reaching an empty partition that was quiet (and
     trusted: no operator's hold in the spell) are a gap, late if their first record is below the
-    stream time or below the latest record the task held back at its last poll.
+    stream time or below the latest record the task held back at its last poll. Gaps are the
+    producer's silences on the wall clock; the rule counts the learnt idle on the quiet clock,
+    which stands still while the task holds nothing — so the wait is never shorter than learnt.
     """
 
     __slots__ = ("_held_max", "_untrusted", "learner")
@@ -88,14 +90,14 @@ class LearntIdle(IdleStrategy):
                 held = max(held, ts[-1])  # its largest when sorted; a record it holds anyway
         self._held_max = held
 
-    def arrival(self, p: PartitionState, quiet_ms: int | None, stream_time: int) -> None:
-        """A gap, unless the spell spans a hold, or began with the very fetch that ends it (the
-        partition was behind, not quiet)."""
+    def arrival(self, p: PartitionState, silent_ms: int | None, stream_time: int) -> None:
+        """A gap — the producer's silence, on the wall clock — unless the spell spans a hold, or
+        began with the very fetch that ends it (the partition was behind, not quiet)."""
         untrusted, self._untrusted[p.index] = self._untrusted[p.index], False
-        if quiet_ms is None or quiet_ms <= 0 or untrusted:
+        if silent_ms is None or silent_ms <= 0 or untrusted:
             return
         late = p.timestamps[p.head] < max(stream_time, self._held_max)
-        self.learner.learn(p.index, quiet_ms, late)
+        self.learner.learn(p.index, silent_ms, late)
 
     def held(self, parts: Sequence[PartitionState]) -> None:
         for p in parts:

@@ -40,17 +40,19 @@ class PartitionState:
 
     __slots__ = (
         "caught_up_at",
+        "counted_from",
         "head",
         "index",
         "lag",
         "monotonic",
         "next_offset",
         "partition_time",
-        "paused_at",
+        "paused",
         "quiet_since",
         "rank",
         "records",
         "start_offset",
+        "stopped_at",
         "timestamps",
         "tp",
         "watermark",
@@ -70,13 +72,17 @@ class PartitionState:
         self.lag: int | None = None
         #: Time of the last fetch response that showed lag 0.
         self.caught_up_at: int | None = None
+        # The idle rule's quiet clock, kept by ``readiness.py`` (see its docstring).
         #: Start of the partition's quiet spell: its last arrival, or the first fetch that showed
         #: it caught up since its lag was unknown or positive; ``None`` while it is not caught up.
-        #: ``readiness.py`` keeps it (the idle rule's clock).
         self.quiet_since: int | None = None
-        #: When backpressure or an operator paused it (its quiet clock stands still); ``None``
-        #: while it is fetched.
-        self.paused_at: int | None = None
+        #: The clock's origin: the quiet time counted so far is ``clock − counted_from``.
+        self.counted_from: int | None = None
+        #: When the clock stopped (the partition paused, or the task holding nothing); ``None``
+        #: while it runs. A task starts holding nothing: the clock starts stopped.
+        self.stopped_at: int | None = 0
+        #: Paused for backpressure or by an operator's hold: not fetched, its lag stale.
+        self.paused = False
         #: Offset of the first record pushed (where consumption started) and after the last one
         #: (valid, skipped or dead-lettered); ``None`` before any push.
         self.start_offset: int | None = None
@@ -84,10 +90,6 @@ class PartitionState:
         self.partition_time: int | None = None
         self.watermark_policy = policy
         self.watermark: int | None = None
-
-    @property
-    def paused(self) -> bool:
-        return self.paused_at is not None
 
     @property
     def buffered(self) -> int:

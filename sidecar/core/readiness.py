@@ -16,7 +16,7 @@ paused (backpressure, an operator's hold)      blocks: its lag is stale (``PAUSE
 lag unknown: no fetch response yet             blocks until a fetch (``LAG_UNKNOWN``)
 lag > 0: records on the broker, not fetched    blocks until a fetch (``LAG_ON_BROKER``)
 lag 0, ``I`` ≥ 2^63−1 (``max``)                blocks until it delivers (``IDLING``, no deadline)
-lag 0, quiet for less than ``I``               blocks until ``quiet_since + I`` (``IDLING``)
+lag 0, quiet for less than ``I``               blocks until ``counted_from + I`` (``IDLING``)
 lag 0, quiet for ``I`` or longer               passes (``PASSED``): what goes out is *enforced*
 =============================================  =================================================
 
@@ -24,25 +24,31 @@ lag 0, quiet for ``I`` or longer               passes (``PASSED``): what goes ou
 
 The quiet clock
 ---------------
-Each partition keeps ``quiet_since`` — when its quiet spell began — and ``paused_at``. The
-partition's *clock* reads ``now``, or ``paused_at`` while it is paused (its clock stands still).
+A partition's quiet spell begins at its **last arrival** — the last fetch that brought it
+records — or, when none came since its lag was unknown or positive (or ever), at the first fetch
+that showed it caught up. Its quiet time is counted from there, but only while the clock runs:
+the clock **stands still** while the partition is paused (not fetched, so nothing could have
+been seen arriving) and while the task holds no record at all (nothing is held back, so nothing
+is being waited for). Each partition keeps ``quiet_since`` (when the spell began, for
+``/status``), ``counted_from`` (the clock's origin: quiet time = clock − ``counted_from``) and
+``stopped_at`` (``None`` while the clock runs); its *clock* reads ``now`` while running, else
+``stopped_at``.
 
-=========================================  =======================================================
-event at ``now``                           effect
-=========================================  =======================================================
-a fetch shows lag > 0                      ``quiet_since = None``: not quiet, data is coming
-a fetch shows lag 0                        ``quiet_since = clock`` if it was ``None``; kept else
-records arrive (a push), lag 0             ``quiet_since = clock``: the spell starts again (even
-                                           if the intake then skips or dead-letters them all)
-pause                                      ``paused_at = now``
-resume                                     ``quiet_since += now − paused_at``; ``paused_at = None``
-=========================================  =======================================================
+==========================================  ======================================================
+event at ``now``                            effect
+==========================================  ======================================================
+a fetch shows lag > 0                       not quiet: ``quiet_since = counted_from = None``
+a fetch shows lag 0, not quiet yet          the spell begins: ``quiet_since = now``,
+                                            ``counted_from = clock``; an empty fetch of a quiet
+                                            partition changes nothing
+records arrive (a push), lag 0              the spell begins again, as above (even if the intake
+                                            then skips or dead-letters them all)
+pause; the task holds nothing any more      the clock stops: ``stopped_at = now`` (if running)
+resume while the task holds records; the    the clock runs again: ``counted_from += now −
+task holds records again (not paused)       stopped_at``; ``stopped_at = None``
+==========================================  ======================================================
 
-So ``quiet_since`` is ``None`` exactly while the lag is unknown or positive; otherwise it is the
-partition's **last arrival** (the last fetch that brought it records), or the first fetch that
-showed it caught up when none came since its lag was unknown or positive — an input that never
-had a record is quiet from the first fetch that shows it, and a fetch showing records that then
-never come (an aborted transaction, a compacted log) ends the spell all the same.
+A task starts holding nothing: every clock starts stopped.
 
 Why from the last arrival
 -------------------------
@@ -51,25 +57,29 @@ first finds the partition empty and caught up — when its *buffer runs dry*. A 
 run dry one after another, as the merge reaches the end of each, so each of them adds one idle:
 ``(N − 1) × idle`` after every restart, rebalance or burst end (17.8 s of tail in the demo's 8
 partitions at 2500 ms). Counted from the last arrival, the rule acts on the same information —
-the producer was silent for the whole idle — and a backlog pays one idle at most: by the time
-the merge reaches the end of a partition, its quiet spell has been running since its records
-were fetched. What it gives up: a partition quiet for longer than its idle before another one
-delivers is passed at once (Kafka Streams passes it at once too when its deadline ran while the
-task was polled with nothing buffered); and the records of a producer that wakes up together
-with another after such a spell may come out late (enforced, then late), where a clock started
-at the wake-up would have waited for them.
+the producer was silent for the whole idle while the task waited — and a backlog pays one idle
+at most: by the time the merge reaches the end of a partition, its quiet spell has been counted
+since its records were fetched. What it gives up: the time a partition's own buffer took to
+drain counts as quiet, so a partition that went silent while the task was busy with its records
+is not waited for again when the task next holds records.
+
+Why the clock stops while the task holds nothing: a partition quiet before any record reached
+the task — the inputs of a sidecar that just started, a quiet night — would otherwise have been
+quiet "for the idle" when the first record comes, and be passed at once, though its producer
+may be a moment behind the other (the demo's lagging partition: 6,619 records out of order at
+its start). Kafka Streams' deadlines, which run whenever the task is polled, pass it at once
+there. Here, as before, a quiet pair that wakes up together is waited for like any other.
 
 Every other rule is Kafka's: lag unknown or > 0 never passes, however long it lasts (a replay of
-history is never enforced); an empty fetch does not restart the spell; a paused partition blocks
-and its clock is frozen — the time it had been quiet is kept for its resume. The rule is pure:
-judging a partition changes nothing, so ``/status`` and the take ask the same question and get
-the same answer.
+history is never enforced); an empty fetch does not restart the spell; a paused partition blocks.
+The verdict is pure: judging a partition changes nothing, so ``/status`` and the take ask the
+same question and get the same answer.
 
 This module holds the clock's events (:func:`fetched`, :func:`arrived`, :func:`pause`,
-:func:`resume`), the verdict (:func:`judge`), the interface through which each setting gives its
-idle (:class:`IdleStrategy`; the settings' strategies are in ``idle_strategy.py``) and the one
-place a task applies the rule (:class:`Gate`): before a take, as a partition runs dry during one,
-and for ``/status``.
+:func:`resume`, :func:`task_holds`, :func:`task_empty`), the verdict (:func:`judge`), the
+interface through which each setting gives its idle (:class:`IdleStrategy`; the settings'
+strategies are in ``idle_strategy.py``) and the one place a task applies the rule
+(:class:`Gate`): before a take, as a partition runs dry during one, and for ``/status``.
 """
 
 from __future__ import annotations
@@ -114,9 +124,9 @@ class IdleStrategy(ABC):
         """A poll at ``now_ms``, before the gate judges ``parts``."""
         return None
 
-    def arrival(self, p: PartitionState, quiet_ms: int | None, stream_time: int) -> None:
-        """Records reached the empty partition ``p`` after a quiet spell of ``quiet_ms`` (``None``:
-        it was not caught up), before its quiet clock starts again."""
+    def arrival(self, p: PartitionState, silent_ms: int | None, stream_time: int) -> None:
+        """Records reached the empty partition ``p`` after its producer was silent ``silent_ms``
+        on the wall clock (``None``: it was not caught up), before its quiet spell begins again."""
         return None
 
     def held(self, parts: Sequence[PartitionState]) -> None:
@@ -124,7 +134,8 @@ class IdleStrategy(ABC):
         return None
 
     def snapshot(self, p: PartitionState, quiet_ms: int | None) -> dict[str, Any] | None:
-        """What ``/status`` shows of this strategy for ``p`` (``None``: nothing beyond the config)."""
+        """What ``/status`` shows of this strategy for ``p``, whose counted quiet time is
+        ``quiet_ms`` (``None``: nothing beyond the config)."""
         return None
 
 
@@ -147,61 +158,99 @@ class Verdict(enum.IntEnum):
 
 
 def clock(p: PartitionState, now_ms: int) -> int:
-    """``p``'s clock: ``now_ms``, or the moment it was paused (its clock stands still)."""
-    return now_ms if p.paused_at is None else p.paused_at
+    """``p``'s clock: ``now_ms`` while it runs, else the moment it stopped."""
+    return now_ms if p.stopped_at is None else p.stopped_at
+
+
+def _begin(p: PartitionState, now_ms: int) -> None:
+    p.quiet_since = now_ms
+    p.counted_from = clock(p, now_ms)
 
 
 def fetched(p: PartitionState, lag: int, now_ms: int) -> None:
     """A fetch response at ``now_ms`` showed ``p``'s lag (≥ 0)."""
     p.lag = lag
     if lag > 0:
-        p.quiet_since = None
+        p.quiet_since = p.counted_from = None
     elif p.quiet_since is None:
-        p.quiet_since = clock(p, now_ms)
+        _begin(p, now_ms)
 
 
 def arrived(p: PartitionState, now_ms: int) -> None:
-    """Records of ``p`` were pushed at ``now_ms``: its quiet spell starts again (if caught up)."""
+    """Records of ``p`` were pushed at ``now_ms``: its quiet spell begins again (if caught up)."""
     if p.lag == 0:
-        p.quiet_since = clock(p, now_ms)
+        _begin(p, now_ms)
+
+
+def _stop(p: PartitionState, now_ms: int) -> None:
+    if p.stopped_at is None:
+        p.stopped_at = now_ms
+
+
+def _run(p: PartitionState, now_ms: int) -> None:
+    if p.stopped_at is None:
+        return
+    if p.counted_from is not None:
+        p.counted_from += now_ms - p.stopped_at
+    p.stopped_at = None
 
 
 def pause(p: PartitionState, now_ms: int) -> None:
-    """``p`` is paused: it is not fetched, so its lag goes stale, and its clock stands still."""
-    if p.paused_at is None:
-        p.paused_at = now_ms
+    """``p`` is paused: it is not fetched, so its lag goes stale, and its clock stops."""
+    p.paused = True
+    _stop(p, now_ms)
 
 
-def resume(p: PartitionState, now_ms: int) -> None:
-    """``p`` is fetched again; its quiet spell goes on with the time it had run before the pause."""
-    if p.paused_at is None:
-        return
-    if p.quiet_since is not None:
-        p.quiet_since += now_ms - p.paused_at
-    p.paused_at = None
+def resume(p: PartitionState, now_ms: int, task_holds_records: bool) -> None:
+    """``p`` is fetched again; its clock runs again if the task holds records."""
+    p.paused = False
+    if task_holds_records:
+        _run(p, now_ms)
+
+
+def task_holds(parts: Iterable[PartitionState], now_ms: int) -> None:
+    """The task holds records again, after holding none: the clocks of its unpaused partitions
+    run again."""
+    for p in parts:
+        if not p.paused:
+            _run(p, now_ms)
+
+
+def task_empty(parts: Iterable[PartitionState], now_ms: int) -> None:
+    """The task holds no record any more: nothing is waited for, every clock stops."""
+    for p in parts:
+        _stop(p, now_ms)
 
 
 def quiet_for(p: PartitionState, now_ms: int) -> int | None:
-    """How long ``p`` has been quiet at ``now_ms`` (``None``: it is not caught up)."""
-    return None if p.quiet_since is None else clock(p, now_ms) - p.quiet_since
+    """The quiet time counted for ``p`` at ``now_ms``, what the rule judges (``None``: it is not
+    caught up)."""
+    return None if p.counted_from is None else clock(p, now_ms) - p.counted_from
+
+
+def silent_for(p: PartitionState, now_ms: int) -> int | None:
+    """How long, on the wall clock, since ``p``'s quiet spell began at ``now_ms`` — its producer's
+    silence as far as the task knows, clock stopped or not (``None``: it is not caught up)."""
+    return None if p.quiet_since is None else now_ms - p.quiet_since
 
 
 # -- the verdict ------------------------------------------------------------------------------------
 
 
 def passes_at(p: PartitionState, idle_ms: int) -> int | None:
-    """When ``p``, empty, stops blocking by waiting: ``quiet_since + idle``; ``None`` when only a
-    fetch, data or a resume can change its verdict (paused, lag unknown or > 0, idle ``max``).
-    ``max`` is never added to a time (Kafka Streams' ``now + idle`` overflows there)."""
-    if p.paused_at is not None or p.lag != 0 or p.quiet_since is None or idle_ms >= IDLE_FOREVER:
+    """When ``p``, empty, stops blocking if its clock keeps running: ``counted_from + idle``;
+    ``None`` when waiting alone will not change its verdict (lag unknown or > 0, idle ``max``) or
+    its clock stands still (paused; the task holding nothing). ``max`` is never added to a time
+    (Kafka Streams' ``now + idle`` overflows there)."""
+    if p.stopped_at is not None or p.lag != 0 or p.counted_from is None or idle_ms >= IDLE_FOREVER:
         return None
-    return p.quiet_since + idle_ms
+    return p.counted_from + idle_ms
 
 
 def judge(p: PartitionState, now_ms: int, idle_ms: int) -> Verdict:
     """The verdict on an *empty* partition at ``now_ms`` with idle ``idle_ms`` (the table above).
     Pure: it changes nothing."""
-    if p.paused_at is not None:
+    if p.paused:
         return Verdict.PAUSED
     if p.lag is None:
         return Verdict.LAG_UNKNOWN

@@ -52,7 +52,7 @@ from sidecar.core.idle_strategy import make_idle
 from sidecar.core.intake import Intake
 from sidecar.core.merge import PartitionState
 from sidecar.core.outcomes import Heartbeat, Idle, NeedFetch, Outcome, PauseHint, WaitUntil
-from sidecar.core.readiness import Blockers, Gate, arrived, fetched, quiet_for
+from sidecar.core.readiness import Blockers, Gate, arrived, fetched, quiet_for, silent_for
 from sidecar.core.records import UNKNOWN, Emit, InputRecord, TopicPartition
 from sidecar.core.watermarks import PartitionWatermark, TaskWatermark, make_policy
 
@@ -158,8 +158,8 @@ class MergeTask:
             self._intake.push(p, records)
         finally:  # also when a bad record stops the push: what came before it is queued
             if was_empty and p.head < len(p.timestamps):
-                self._idle.arrival(p, quiet_for(p, now), self._stream_time)
-                self._group.arrived(p)
+                self._idle.arrival(p, silent_for(p, now), self._stream_time)
+                self._group.arrived(p, now)
             arrived(p, now)  # even if none was queued (skipped, dead letters): the producer spoke
 
     def observe_fetch(self, tp: TopicPartition, high_watermark: int, position: int, now_ms: int) -> None:
@@ -362,8 +362,7 @@ class MergeTask:
         }
 
     def _partition_row(self, p: PartitionState, now_ms: int) -> dict[str, Any]:
-        """One partition for ``/status``: its buffer and facts, since when it has been quiet and
-        when it passes (were it empty), and what the idle strategy shows of it."""
+        """A partition for ``/status``: facts, quiet since, passes at, what its idle shows."""
         row: dict[str, Any] = {
             "topic": p.tp.topic,
             "partition": p.tp.partition,

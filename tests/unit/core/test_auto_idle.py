@@ -126,21 +126,21 @@ def test_a_replay_of_history_teaches_nothing_while_lag_blocks() -> None:
     assert idle_of(t, 0)["idle_ms"] == BUDGET
 
 
-def test_a_partition_with_no_history_is_waited_for_the_budget_from_when_it_went_quiet() -> None:
+def test_a_partition_with_no_history_is_waited_for_the_budget_once_the_task_holds_records() -> None:
     t = auto_task()
     caught_up(t, A0, now=0)
-    drain(t, now=0)  # a is empty and caught up: quiet from here
+    drain(t, now=0)  # a is empty and caught up: quiet from here, but nothing is held back yet
     feed(t, B0, [5], now=300)
 
-    assert drain(t, now=300)[1] == WaitUntil(BUDGET)  # not 300 + BUDGET
+    assert drain(t, now=300)[1] == WaitUntil(300 + BUDGET)
     assert t.snapshot(300)["blocked_by"][0]["reason"] == (
-        f"idling until {BUDGET} (quiet since 0; max.task.idle.ms=auto: no gaps learnt yet, so the "
-        f"budget, {BUDGET} ms)"
+        f"idling until {300 + BUDGET} (quiet since 0; max.task.idle.ms=auto: no gaps learnt yet, so "
+        f"the budget, {BUDGET} ms)"
     )
-    batches, _ = drain(t, now=BUDGET)
+    batches, _ = drain(t, now=300 + BUDGET)
     assert enforced_flags(batches) == [True]
-    feed(t, B0, [6], now=BUDGET + 500)
-    assert enforced_flags(drain(t, now=BUDGET + 500)[0]) == [True]  # not waited for again
+    feed(t, B0, [6], now=BUDGET + 800)
+    assert enforced_flags(drain(t, now=BUDGET + 800)[0]) == [True]  # not waited for again
 
 
 def test_a_backlog_waits_one_budget_from_its_fetch_not_one_per_partition() -> None:

@@ -276,25 +276,25 @@ def reference(s: Scenario) -> list[tuple[str, int, int, int, bool, bool]]:
 
     Readiness: an empty partition blocks while its lag is unknown or > 0; caught up, it passes
     once it has been quiet for the idle, counted from its last arrival (or, when nothing arrived
-    since it was behind, from the first fetch that showed it caught up).
+    since it was behind, from the first fetch that showed it caught up) over the time the task
+    held records.
     """
     n = len(s.partitions)
     queues: list[list[Record]] = [[] for _ in range(n)]
-    quiet_since: list[int | None] = [None] * n
+    quiet: list[int | None] = [None] * n  # ms counted since the last arrival; None: not caught up
     visible, position = [0] * n, [0] * n
     rank = sorted(range(n), key=lambda i: ("ab".index(s.partitions[i].topic), s.partitions[i].partition))
     rank_of = {i: r for r, i in enumerate(rank)}
     out = []
     stream_time = -1
-    now = 0
 
     def blocked_or_enforced() -> tuple[bool, bool]:
         blocked = enforced = False
         for i in range(n):
             if queues[i]:
                 continue
-            since = quiet_since[i]
-            if since is None or s.idle >= IDLE_FOREVER or now < since + s.idle:
+            counted = quiet[i]
+            if counted is None or s.idle >= IDLE_FOREVER or counted < s.idle:
                 blocked = True  # lag unknown or > 0, waiting forever, or not quiet long enough
             else:
                 enforced = True
@@ -327,12 +327,13 @@ def reference(s: Scenario) -> list[tuple[str, int, int, int, bool, bool]]:
                     Record(tp.topic, tp.partition, o, s.logs[i][o]) for o in range(position[i], end)
                 ]
                 if visible[i] > end:  # lag > 0
-                    quiet_since[i] = None  # behind: not quiet
-                elif end > position[i] or quiet_since[i] is None:
-                    quiet_since[i] = now  # an arrival, or caught up at last
+                    quiet[i] = None  # behind: not quiet
+                elif end > position[i] or quiet[i] is None:
+                    quiet[i] = 0  # an arrival, or caught up at last
                 position[i] = end
         elif op[0] == "tick":
-            now += op[1]
+            if any(queues):  # time counts as quiet only while the task holds records
+                quiet = [None if q is None else q + op[1] for q in quiet]
         elif op[0] == "poll":
             poll()
     return out

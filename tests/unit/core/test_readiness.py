@@ -22,6 +22,8 @@ from sidecar.core.readiness import (
     pause,
     quiet_for,
     resume,
+    task_empty,
+    task_holds,
 )
 from sidecar.core.records import TopicPartition
 from sidecar.core.task import Idle
@@ -32,9 +34,13 @@ from .helpers import A0, A1, B0, C0, caught_up, drain, emitted, enforced_flags, 
 IDLE = 100
 
 
-def partition(lag: int | None, quiet_since: int | None, paused_at: int | None = None) -> PartitionState:
+def partition(lag: int | None, counted_from: int | None, paused: bool = False) -> PartitionState:
+    """A partition of a task that holds records (its clock runs unless it is paused)."""
     p = PartitionState(TopicPartition("t", 0), 0, 0, make_policy("bounded-delay", False, 0, 0, 0))
-    p.lag, p.quiet_since, p.paused_at = lag, quiet_since, paused_at
+    p.lag, p.quiet_since, p.counted_from = lag, counted_from, counted_from
+    p.stopped_at = None
+    if paused:
+        pause(p, 0)
     return p
 
 
@@ -42,60 +48,71 @@ def partition(lag: int | None, quiet_since: int | None, paused_at: int | None = 
 
 
 @pytest.mark.parametrize(
-    ("lag", "quiet_since", "paused_at", "idle", "now", "verdict"),
+    ("lag", "counted_from", "paused", "idle", "now", "verdict"),
     [
-        (None, None, None, IDLE, 10**9, Verdict.LAG_UNKNOWN),  # never fetched: however long
-        (5, None, None, IDLE, 10**9, Verdict.LAG_ON_BROKER),  # data on the broker: however long
-        (0, 1_000, None, IDLE, 1_000, Verdict.IDLING),  # quiet since its last arrival
-        (0, 1_000, None, IDLE, 1_099, Verdict.IDLING),
-        (0, 1_000, None, IDLE, 1_100, Verdict.PASSED),  # quiet for the whole idle
-        (0, 1_000, None, 0, 1_000, Verdict.PASSED),  # idle 0: caught up is enough
-        (0, 0, None, IDLE_FOREVER, 10**18, Verdict.IDLING),  # max: waits for data
-        (0, 0, None, 2**64, 10**18, Verdict.IDLING),  # above max: the same
-        (0, 0, 50, IDLE, 10**9, Verdict.PAUSED),  # paused: its lag is stale
+        (None, None, False, IDLE, 10**9, Verdict.LAG_UNKNOWN),  # never fetched: however long
+        (5, None, False, IDLE, 10**9, Verdict.LAG_ON_BROKER),  # data on the broker: however long
+        (0, 1_000, False, IDLE, 1_000, Verdict.IDLING),  # quiet since its last arrival
+        (0, 1_000, False, IDLE, 1_099, Verdict.IDLING),
+        (0, 1_000, False, IDLE, 1_100, Verdict.PASSED),  # quiet for the whole idle
+        (0, 1_000, False, 0, 1_000, Verdict.PASSED),  # idle 0: caught up is enough
+        (0, 0, False, IDLE_FOREVER, 10**18, Verdict.IDLING),  # max: waits for data
+        (0, 0, False, 2**64, 10**18, Verdict.IDLING),  # above max: the same
+        (0, 0, True, IDLE, 10**9, Verdict.PAUSED),  # paused: its lag is stale
     ],
 )
 def test_the_verdict_on_an_empty_partition(
-    lag: int | None, quiet_since: int | None, paused_at: int | None, idle: int, now: int, verdict: Verdict
+    lag: int | None, counted_from: int | None, paused: bool, idle: int, now: int, verdict: Verdict
 ) -> None:
-    assert judge(partition(lag, quiet_since, paused_at), now, idle) is verdict
+    assert judge(partition(lag, counted_from, paused), now, idle) is verdict
 
 
 def test_the_quiet_clock() -> None:
-    p = partition(None, None)
-    steps = [  # (event, time, quiet_since after it)
-        ("fetch lag 3", 10, None),  # behind: not quiet
-        ("arrival", 10, None),  # records, still behind
-        ("fetch lag 0", 20, 20),  # caught up with nothing new: quiet from this fetch
-        ("fetch lag 0", 30, 20),  # an empty fetch does not restart the spell
-        ("arrival", 40, 40),  # records: quiet from their arrival
-        ("pause", 50, 40),  # 10 ms quiet when paused...
-        ("arrival", 70, 50),  # ...records while paused: the spell starts again, at the pause
-        ("resume", 90, 90),  # ...the clock stood still for the 40 ms of the pause
-        ("pause", 100, 90),
-        ("resume", 130, 120),  # 10 ms quiet before the pause, 10 ms of it kept
-        ("fetch lag 2", 140, None),  # data on the broker: the spell ends
-        ("fetch lag 0", 150, 150),  # caught up, though nothing came (an aborted transaction)
+    p = PartitionState(TopicPartition("t", 0), 0, 0, make_policy("bounded-delay", False, 0, 0, 0))
+    steps = [  # (event, time, quiet_since, counted quiet after it)
+        ("fetch lag 0", 5, 5, 0),  # caught up, but the task holds nothing: the clock stands still
+        ("task holds records", 10, 5, 0),  # from here it counts
+        ("fetch lag 3", 12, None, None),  # behind: not quiet
+        ("arrival", 12, None, None),  # records, still behind
+        ("fetch lag 0", 20, 20, 0),  # caught up with nothing new: quiet from this fetch
+        ("fetch lag 0", 30, 20, 10),  # an empty fetch does not restart the spell
+        ("arrival", 40, 40, 0),  # records: quiet from their arrival
+        ("pause", 50, 40, 10),  # 10 ms quiet when paused...
+        ("resume", 90, 40, 10),  # ...the clock stood still for the 40 ms of the pause
+        ("task holds nothing", 95, 40, 15),  # nothing held back: it stops again...
+        ("arrival", 120, 120, 0),  # ...records while stopped begin the spell, counted from 0
+        ("task holds records", 200, 120, 0),
+        ("pause", 230, 120, 30),
+        ("task holds nothing", 240, 120, 30),
+        ("task holds records", 250, 120, 30),  # still paused: still stopped
+        ("resume", 300, 120, 30),
+        ("fetch lag 2", 310, None, None),  # data on the broker: the spell ends
+        ("fetch lag 0", 320, 320, 0),  # caught up, though nothing came (an aborted transaction)
     ]
-    for event, now, expected in steps:
+    for event, now, since, counted in steps:
         if event.startswith("fetch lag"):
             fetched(p, int(event.split()[-1]), now)
         elif event == "arrival":
             arrived(p, now)
         elif event == "pause":
             pause(p, now)
+        elif event == "resume":
+            resume(p, now, task_holds_records=True)
+        elif event == "task holds records":
+            task_holds([p], now)
         else:
-            resume(p, now)
-        assert p.quiet_since == expected, f"after {event} at {now}"
+            task_empty([p], now)
+        assert (p.quiet_since, quiet_for(p, now)) == (since, counted), f"after {event} at {now}"
 
 
-def test_quiet_for_stands_still_while_paused_and_passes_at_is_none_until_a_wait_can_end() -> None:
+def test_passes_at_is_when_the_counted_quiet_reaches_the_idle_and_none_while_the_clock_stands_still() -> None:
     p = partition(0, 1_000)
     assert (quiet_for(p, 1_040), passes_at(p, IDLE)) == (40, 1_100)
     pause(p, 1_040)
     assert (quiet_for(p, 9_000), passes_at(p, IDLE)) == (40, None)
-    resume(p, 9_000)
+    resume(p, 9_000, task_holds_records=True)
     assert (quiet_for(p, 9_000), passes_at(p, IDLE)) == (40, 9_060)
+    assert p.quiet_since == 1_000, "the spell still began at the arrival"
     assert passes_at(p, IDLE_FOREVER) is None
     assert passes_at(partition(4, None), IDLE) is None
 
@@ -339,7 +356,7 @@ def test_a_paused_partition_blocks_and_its_quiet_clock_stays_frozen() -> None:
     pause(t._part(B0), now_ms=30)  # quiet for 30 ms: 70 left
     assert isinstance(t.poll(500), NeedFetch), "a paused partition's lag is stale: it blocks"
     assert t.snapshot(500)["blocked_by"][0]["reason"].startswith("paused")
-    resume(t._part(B0), now_ms=1_000)
+    resume(t._part(B0), now_ms=1_000, task_holds_records=True)
     assert t.poll(1_000) == WaitUntil(1_070)
 
 
@@ -391,10 +408,41 @@ def test_an_empty_partition_costs_one_idle_from_its_first_fetch_then_never_again
         assert enforced_flags(drain(t, now=now)[0]) == [True], "not waited for again"
 
 
-def test_after_a_quiet_hour_a_partition_quiet_for_its_idle_is_not_waited_for() -> None:
-    """The trade the rule makes (Kafka Streams' deadline, once run out, makes it too): the first
-    record after the quiet hour goes out at once; had B0's producer woken at the same moment, its
-    record would come out late."""
+def test_inputs_quiet_before_the_task_held_anything_are_waited_for_once_it_does() -> None:
+    """A sidecar that has just started, or a quiet night: nothing was held back, so nothing was
+    waited for. When the first record comes, the quiet partitions are waited for their idle from
+    then — their producers may be a moment behind (the demo's lagging partition)."""
+    t = task(A0, B0, max_task_idle_ms=IDLE, watermark_heartbeat_ms=0)
+    caught_up(t, A0, now=0)
+    caught_up(t, B0, now=0)
+    for now in range(0, 3_600_000, 60_000):
+        assert isinstance(t.poll(now), Idle)
+
+    feed(t, A0, [1], now=3_600_000)
+
+    assert t.poll(3_600_000) == WaitUntil(3_600_000 + IDLE)
+    assert t.snapshot(3_600_000)["blocked_by"][0]["reason"] == (
+        f"idling until {3_600_000 + IDLE} (quiet since 0; max.task.idle.ms={IDLE})"
+    )
+
+
+def test_the_quiet_clock_stops_when_the_task_holds_nothing_and_runs_again_when_it_does() -> None:
+    t = task(A0, B0, max_task_idle_ms=IDLE, watermark_heartbeat_ms=0)
+    feed(t, A0, [1], now=0)
+    feed(t, B0, [2], now=150)
+    drain(t, now=160)  # A0 passed (quiet 160); B0's record went last: the task holds nothing
+    assert t.snapshot(160)["partitions"][1]["passes_at"] is None, "nothing waits: no passing time"
+
+    feed(t, A0, [3], now=3_600_000)  # B0 had been quiet 10 ms while the task held records
+
+    assert t.poll(3_600_000) == WaitUntil(3_600_000 + IDLE - 10)
+
+
+def test_a_partition_quiet_for_its_idle_while_the_task_was_busy_is_not_waited_for_after_a_pause() -> None:
+    """The trade the rule makes: B0's buffer took the idle to drain after its last arrival, so
+    it has been quiet for the idle; after the quiet hour it is not waited for, and had its
+    producer woken at the same moment as A0's, its record would come out late. (Counted from
+    when its buffer ran dry, at the end of the drain, it would have been waited for.)"""
     t = task(A0, B0, max_task_idle_ms=IDLE, watermark_heartbeat_ms=0)
     feed(t, A0, [1], now=0)
     feed(t, B0, [2], now=0)

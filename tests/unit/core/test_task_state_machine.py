@@ -14,7 +14,8 @@ Promises checked after every step:
 
 * each partition's quiet clock is the rule's (``readiness.py``), kept here as a model: quiet
   since its last arrival, or since the first caught-up fetch after its lag was unknown or > 0;
-  not quiet while behind; standing still while paused; ``passes_at`` is that plus the idle;
+  not quiet while behind; counting only while the task holds records and the partition is not
+  paused; ``passes_at`` is when the count reaches the idle;
 * nothing goes out while an empty partition is behind (lag unknown or > 0) or paused, and a wait
   for an idle ends exactly when some empty partition has been quiet for it;
 * the watermark and stream time never decrease;
@@ -116,32 +117,58 @@ class MergeTaskMachine(RuleBasedStateMachine):
         self.watermark = self.task.watermark
         self.stream_time = self.task.stream_time
         self.last_wake: int | None = None
-        #: The quiet clock, as the rule says it runs: start of each partition's quiet spell, and
-        #: when each paused one was paused.
-        self.quiet_since: dict[TopicPartition, int | None] = dict.fromkeys(self.tps)
-        self.paused_at: dict[TopicPartition, int] = {}
+        #: The quiet clock, as the rule says it runs, kept apart from the task: per partition when
+        #: its spell began, the quiet counted up to ``mark`` and whether it counts now.
+        self.since: dict[TopicPartition, int | None] = dict.fromkeys(self.tps)
+        self.counted = dict.fromkeys(self.tps, 0)
+        self.mark = dict.fromkeys(self.tps, 0)
+        self.running: set[TopicPartition] = set()
+        self.holding = False  # the task holds records: unpaused clocks run
 
     # -- the rule's quiet clock, as a model -------------------------------------------------------
 
-    def _fetched(self, tp: TopicPartition, lag: int, brought: bool) -> None:
-        clock = self.paused_at.get(tp, self.now)
+    def _begin(self, tp: TopicPartition) -> None:
+        self.since[tp], self.counted[tp], self.mark[tp] = self.now, 0, self.now
+
+    def _stop(self, tp: TopicPartition) -> None:
+        if tp in self.running:
+            self.counted[tp] += self.now - self.mark[tp]
+            self.running.discard(tp)
+
+    def _run(self, tp: TopicPartition) -> None:
+        if tp not in self.running:
+            self.mark[tp] = self.now
+            self.running.add(tp)
+
+    def _fetched(self, tp: TopicPartition, lag: int, brought: bool, held_before: bool) -> None:
         if lag > 0:
-            self.quiet_since[tp] = None
-        elif brought or self.quiet_since[tp] is None:
-            self.quiet_since[tp] = clock
+            self.since[tp] = None
+        elif self.since[tp] is None:
+            self._begin(tp)
+        if not held_before and self.task.snapshot(self.now)["buffered"]:
+            self.holding = True
+            for each in self.tps:
+                if each not in self.paused:
+                    self._run(each)
+        if brought and lag == 0:
+            self._begin(tp)
+
+    def _polled(self) -> None:
+        if self.holding and not self.task.snapshot(self.now)["buffered"]:
+            self.holding = False
+            for tp in self.tps:
+                self._stop(tp)
 
     def _paused(self, tps: tuple[TopicPartition, ...]) -> None:
         for tp in tps:
             self.paused.add(tp)
-            self.paused_at[tp] = self.now
+            self._stop(tp)
 
     def _resumed(self, tps: tuple[TopicPartition, ...]) -> None:
         for tp in tps:
             self.paused.discard(tp)
-            since = self.quiet_since[tp]
-            if since is not None:
-                self.quiet_since[tp] = since + self.now - self.paused_at[tp]
-            del self.paused_at[tp]
+            if self.holding:
+                self._run(tp)
 
     # -- the world ---------------------------------------------------------------------------
 
@@ -168,9 +195,10 @@ class MergeTaskMachine(RuleBasedStateMachine):
             return
         log, position = self.logs[tp], self.position[tp]
         new = log[position : position + most]
+        held_before = self.task.snapshot(self.now)["buffered"] > 0
         self.task.observe_fetch(tp, len(log), position + len(new), self.now)
         self.task.push(tp, new)
-        self._fetched(tp, len(log) - position - len(new), bool(new))
+        self._fetched(tp, len(log) - position - len(new), bool(new), held_before)
         self.pushed += len(new)
         self.position[tp] = position + len(new)
 
@@ -184,6 +212,7 @@ class MergeTaskMachine(RuleBasedStateMachine):
             rows = self.task.snapshot(self.now)["partitions"]
             behind = [r for r in rows if r["buffered"] == 0 and (r["lag"] != 0 or r["paused"])]
             out = self.task.poll(self.now)
+            self._polled()
             if isinstance(out, Emit):
                 if behind and self.config.max_task_idle_ms != -1:
                     assert not out.records, f"records out while {behind[0]} is behind or paused"
@@ -268,12 +297,13 @@ class MergeTaskMachine(RuleBasedStateMachine):
         idle = self.config.max_task_idle_ms
         for row in self.task.snapshot(self.now)["partitions"]:
             tp = TopicPartition(row["topic"], row["partition"])
-            since = self.quiet_since[tp]
+            since = self.since[tp]
             assert row["quiet_since"] == since, f"{tp} quiet since {row['quiet_since']}, not {since}"
-            assert row["paused"] == (tp in self.paused_at)
+            assert row["paused"] == (tp in self.paused)
             if idle in (0, 40, 400):
-                expected = None if since is None or row["paused"] else since + idle
-                assert row["passes_at"] == expected
+                runs = since is not None and tp in self.running
+                expected = self.mark[tp] - self.counted[tp] + idle if runs else None
+                assert row["passes_at"] == expected, f"{tp}: passes at {row['passes_at']}, not {expected}"
             elif idle in (-1, IDLE_FOREVER):
                 assert row["passes_at"] is None
 
