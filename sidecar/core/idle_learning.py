@@ -6,10 +6,12 @@ A fixed ``max.task.idle.ms`` is a guess about every producer at once. Here each 
 gets its own idle, learnt from what the task saw of it. The idle is counted, as every idle is,
 from the start of the partition's *quiet spell* — its last arrival, or the first fetch that
 showed it caught up (``readiness.py`` keeps that clock). So what the learner is told is one fact,
-a **gap**: records reached the empty partition after it had been quiet for ``gap`` ms, and the
-first of them would, or would not, have come out **late** had the task not waited for them (its
-timestamp below the task's stream time, or below the latest record the task held back meanwhile,
-which it would have emitted without waiting).
+a **gap**: records reached the empty partition ``gap`` ms (on the wall clock) after its spell
+began, and the first of them would, or would not, have come out **late** had the task not waited
+for them (its timestamp below the task's stream time, or below the latest record the task held
+back meanwhile, which it would have emitted without waiting). The rule counts the idle on its
+quiet clock, which stands still while the task holds nothing: never faster than the wall clock,
+so the wait is never shorter than what was learnt.
 
 What is *not* a gap, and so teaches nothing (``LearntIdle`` in ``idle_strategy.py`` decides):
 
