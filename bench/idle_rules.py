@@ -52,8 +52,8 @@ class RunDryIdle(IdleStrategy):
         self._now = 0
 
     def idle_ms(self, p: PartitionState) -> int:
-        if p.counted_from is None or p.paused or p.lag != 0:
-            return self.ms  # behind or paused: the rule does not judge it by its idle now
+        if p.counted_from is None or p.stopped_at is not None or p.lag != 0:
+            return self.ms  # behind, paused or the task holding nothing: not waited for now
         # Asked while it still holds records only as the take is about to run it dry.
         since = self._dry_since.setdefault(p.index, self._now)
         return since + self.ms - p.counted_from

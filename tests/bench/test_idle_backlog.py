@@ -48,6 +48,24 @@ def test_the_old_rule_waits_once_per_partition_running_dry_the_new_one_once(
     assert waits_to_drain(6, idle=0) == [], "at 0 the old rule passes a partition as it runs dry"
 
 
+def test_the_old_rule_starts_no_wait_while_the_task_holds_nothing_even_when_status_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sidecar.core.task, "make_idle", idle_rules.old_rule)
+    a, b = TopicPartition("a", 0), TopicPartition("b", 0)
+    task = MergeTask([a, b], TaskConfig(max_task_idle_ms=IDLE, watermark_heartbeat_ms=0))
+    for tp in (a, b):
+        task.observe_fetch(tp, 0, 0, 0)
+    for now in (0, 1_000, 5_000):
+        task.poll(now)
+        task.snapshot(now)  # /status and the metrics read it between polls
+
+    task.observe_fetch(a, 1, 1, 5_000)
+    task.push(a, [Record("a", 0, 0, 1)])
+
+    assert task.poll(5_000) == WaitUntil(5_000 + IDLE)
+
+
 def test_the_old_rule_replaces_only_a_fixed_finite_idle() -> None:
     assert isinstance(idle_rules.old_rule(500, 1000, 2), idle_rules.RunDryIdle)
     assert isinstance(idle_rules.old_rule(0, 1000, 2), idle_rules.RunDryIdle)
