@@ -188,7 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     knobs.add_argument("--records", type=int, default=500_000, help="orders and payments (default 500,000)")
     knobs.add_argument("--keys", type=int, default=5_000, help="customers (default 5,000)")
     knobs.add_argument("--out", type=Path, default=Path("results"), help="where spark-knobs.json and .md go")
-    idle_backlog.add_parser(sub)
+    idle_backlog.add_arguments(
+        sub.add_parser(idle_backlog.COMMAND, help=idle_backlog.HELP, description=idle_backlog.DESCRIPTION)
+    )
     readme = sub.add_parser(
         "readme",
         help="rewrite the generated blocks of README.md, bench/README.md and deploy/README.md",
@@ -251,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_live_rounds(names, idles, args.rounds, args.out)
 
     if args.command == idle_backlog.COMMAND:
-        return idle_backlog.main(args)
+        return idle_backlog.run_command(args, parser)
 
     if args.command == "spark-knobs":
         return run_spark_knobs(args.records, args.keys, args.out)

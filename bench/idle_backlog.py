@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -288,22 +287,24 @@ def old_rule_sidecar(*args: Any, **kwargs: Any) -> SidecarProcess:
     return OldRuleSidecar(*args, **kwargs)
 
 
-def add_parser(sub: Any) -> None:
-    """The ``idle-backlog`` command on ``python -m bench``'s subcommands."""
-    p = sub.add_parser(
-        COMMAND,
-        help="a restarted sidecar draining backlogs on 8/64/256 partitions, old idle rule vs new",
-        description="A restarted sidecar draining backlogs on 8, 64 and 256 partitions at "
-        "max.task.idle.ms 0, 500 and 2000, under timesync's idle rule (from the last arrival) and Kafka "
-        "Streams' (from when the buffer ran dry), against the same backlog at -1, on one broker "
-        "(KAFKA_BOOTSTRAP_SERVERS, else a local one). Writes idle-backlog.json, .md and .png.",
-    )
+HELP = "a restarted sidecar draining backlogs on 8/64/256 partitions, old idle rule vs new"
+DESCRIPTION = (
+    "A restarted sidecar draining backlogs on 8, 64 and 256 partitions at max.task.idle.ms 0, 500 "
+    "and 2000, under timesync's idle rule (from the last arrival) and Kafka Streams' (from when the "
+    "buffer ran dry), against the same backlog at -1, on one broker (KAFKA_BOOTSTRAP_SERVERS, else "
+    "a local one). Writes idle-backlog.json, .md and .png."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``idle-backlog`` command's arguments (``python -m bench`` gives it its subparser)."""
     p.add_argument("--quick", action="store_true", help="4 and 8 partitions, idles 0 and 300: a smoke run")
     p.add_argument("--rounds", type=int, default=1, help="rounds of every case (default 1)")
     p.add_argument("--out", type=Path, default=Path("results"), help="where idle-backlog.json/.md/.png go")
 
 
-def main(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Run the case on one broker; write the JSON, the table and the plot into ``--out``."""
     import asyncio
     import logging
 
@@ -311,8 +312,7 @@ def main(args: argparse.Namespace) -> int:
     from testkit.local_broker import kafka
 
     if args.rounds < 1:
-        print("idle-backlog: --rounds must be at least 1", file=sys.stderr)
-        return 2
+        parser.error("idle-backlog: --rounds must be at least 1")
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     size = QUICK if args.quick else FULL
     out: Path = args.out

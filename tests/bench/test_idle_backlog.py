@@ -4,6 +4,7 @@ plot come from the runs."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,11 @@ def test_the_table_and_the_plot(tmp_path: Path) -> None:
 
     path = idle_backlog.plot(r, tmp_path / "idle-backlog.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_command_line() -> None:
+    parser = argparse.ArgumentParser()
+    idle_backlog.add_arguments(parser)
+    args = parser.parse_args(["--quick", "--rounds", "2", "--out", "somewhere"])
+    assert (args.quick, args.rounds, args.out) == (True, 2, Path("somewhere"))
+    assert parser.parse_args([]).rounds == 1
