@@ -275,6 +275,12 @@ def test_both_console_scripts_run_from_a_fresh_venv(sidecar_venv: Path, root: Ro
     assert version.stdout.strip() == "timesync 0.1.0"
     usage = checked([str(sidecar_venv / "bin" / "timesync-spark"), "--help"], env=env, cwd=root.path)
     assert "aggregate" in usage.stdout
+    # The keys' meanings are their fields' docstrings: read from the installed sources, not the checkout.
+    keys = checked(
+        [str(sidecar_venv / "bin" / "timesync-sidecar"), "config", "max.task.idle.ms"], env=env, cwd=root.path
+    )
+    assert "-1, 0, N, max, auto" in keys.stdout
+    assert "learnt per partition" in keys.stdout
     # The compiled encoder, not the pure-Python fallback, and from the venv, not the checkout.
     where = checked(
         [
