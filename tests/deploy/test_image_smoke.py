@@ -255,16 +255,25 @@ def test_the_sdist_holds_the_encoder_source_and_the_licence(dist: Dist) -> None:
         "sidecar/kafka/_records.pxd",
         "sidecar/formats/_avro_plan.pyx",
         "sidecar/_zigzag.pxd",
+        "timesync_wire/formats/_json_scan.pyx",
+        "timesync_wire/formats/_json_tokens.pxd",
+        "timesync_wire/formats/_protobuf_plan.pyx",
+        "timesync_wire/formats/_wire_reads.pxd",
         "spark_consumer/log4j2.properties",
     ):
         assert f"{top}/{needed}" in names
 
 
-def test_the_wheel_ships_sidecar_and_spark_consumer_only(dist: Dist) -> None:
+def test_the_wheel_ships_the_wire_layer_sidecar_and_spark_consumer_only(dist: Dist) -> None:
     import zipfile
 
     names = zipfile.ZipFile(dist.wheel).namelist()
-    assert {n.split("/")[0] for n in names} == {"sidecar", "spark_consumer", "timesync-0.1.0.dist-info"}
+    assert {n.split("/")[0] for n in names} == {
+        "timesync_wire",
+        "sidecar",
+        "spark_consumer",
+        "timesync-0.1.0.dist-info",
+    }
     assert any(n.startswith("sidecar/output/_stamp_encoder.") and n.endswith(".so") for n in names)
     assert "timesync-0.1.0.dist-info/licenses/LICENSE" in names
 
