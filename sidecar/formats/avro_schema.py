@@ -29,7 +29,24 @@ KEYWORDS = (*NAMED_TYPES, "array", "map")
 
 
 class SchemaError(ValueError):
-    """The writer schema cannot give the extractor's field; the message says why (one line)."""
+    """The writer schema cannot give the extractor's field; the message says why, in one line.
+
+    The message often quotes the schema (a type's name, a field's), which is text we do not
+    control: it becomes a dead letter's header and the sidecar's one-line error, so characters
+    that are not printable (a line break, a control byte, a lone surrogate) are written escaped.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(one_line(message))
+
+
+def one_line(text: str) -> str:
+    """``text`` with every character that is not printable written as its escape (``\\n``)."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii") for c in text
+    )
 
 
 #: A named type by full name: its definition and the namespace the names inside it take.
