@@ -219,6 +219,8 @@ def campaign(inputs: int, seed: int, max_call_s: float, jobs: int = 1, out: Any 
             results = map(_stretch, stretches)
         for tally in results:
             total.add(tally)
+            for failure in tally.failures:  # at once: a long campaign's finding must not wait
+                print(f"FOUND {failure}", file=out, flush=True)
             now = time.monotonic()
             if now - last >= (0.5 if tty else 10.0):
                 last = now
