@@ -102,6 +102,23 @@ def _past_the_position(records: list[Any]) -> list[Any]:
     return out
 
 
+def _past_a_lying_end(data: bytes, got: list[Any], expected: list[Any], position: int) -> bool:
+    """Whether the reader stopped, as it should, at the end a batch declares while aiokafka read
+    on into records the batch holds past it (a batch whose records outnumber its last offset
+    delta: a broker refuses it on produce). The reader's records are aiokafka's up to there, the
+    first record it left is at or past the batch's declared end, and its position is that end —
+    where the next fetch starts, as the Java consumer's would. Found by seed 3212, input 2,644,628."""
+    if [_fields(r) for r in got] != [_fields(r) for r in expected[: len(got)]] or len(got) >= len(expected):
+        return False
+    left = expected[len(got)].offset
+    batches = MemoryRecords(data)
+    while batches.has_next():
+        batch = batches.next_batch()
+        if batch.base_offset <= left and any(r.offset == left for r in batch):
+            return bool(left >= batch.next_offset == position)
+    return False
+
+
 def check(data: bytes, rng: random.Random, limit: int = LIMIT, max_call_s: float = 2.0) -> Outcome:
     """Read ``data`` with the reader, in chunks of random sizes, and hold it to its promises
     (the module's docstring); raises :class:`FuzzFailure` if it breaks one."""
@@ -142,7 +159,9 @@ def check(data: bytes, rng: random.Random, limit: int = LIMIT, max_call_s: float
     except Exception:
         return Outcome(len(got), None, None, slowest)  # we read more than aiokafka can (raw keys)
     if [_fields(r) for r in got] != [_fields(r) for r in expected]:
-        raise FuzzFailure("the reader and aiokafka read different records")
+        if not _past_a_lying_end(data, got, expected, reader.next_fetch_offset):
+            raise FuzzFailure("the reader and aiokafka read different records")
+        return Outcome(len(got), None, True, slowest)
     # aiokafka's position may go back (to the end of a batch that lies about it); ours goes to
     # the furthest of the batches' ends and the records' offsets, never back.
     batches = MemoryRecords(data)

@@ -229,6 +229,17 @@ def test_a_v2_batch_shorter_than_its_header_is_refused_before_aiokafka_reads_pas
     assert (verdict.first_offset, verdict.next_offset) == (5, 6)
 
 
+def test_garbage_after_an_unreadable_batch_does_not_hide_its_verdict() -> None:
+    """A response's tail (a batch cut short) names where the next batch begins; a tail whose
+    offset is not past this batch's own is garbage, not a neighbour: the verdict still names
+    the batch, rather than the reader ending silently before it (found by the batch campaign)."""
+    bad = batch(2**40, [record(0, raw_fields=varint(BIG))])
+    for tail in (struct.pack(">q", -(2**62)) + b"\x00" * 9, struct.pack(">q", 7) + b"\x00" * 9):
+        [verdict] = read(bad + tail)
+        assert isinstance(verdict, UnreadableRecords)
+        assert (verdict.first_offset, verdict.next_offset) == (2**40, 2**40 + 1)
+
+
 def test_records_before_a_verdict_come_first_and_the_position_waits_for_it() -> None:
     """Handed out in two calls: if the consumer drops the rest unread (a pause, a seek), its
     position is still before the unreadable offsets, which are fetched — and judged — again."""
