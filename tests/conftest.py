@@ -116,40 +116,48 @@ _SERVER_FIXTURES = {
 }
 
 
-#: The longest tests that bring a whole stack of their own: the image smoke tests (the package,
-#: venvs), the quick bench run and the Spark job's kill -9 and restart (Spark in processes of
-#: their own, on a broker of that worker's own) and the fault tests on brokers of their own (the
-#: three-node cluster, the single node, the broker a test restarts). Together, on the worker that
-#: is not running the server tests, so the suite's long paths overlap instead of adding up.
-_SECOND_GROUP = (
+#: Three groups, one per worker (``make test`` runs three with ``--dist loadgroup``; xdist hands
+#: the groups, largest first, one to each worker before any pure test), so the suite's long paths
+#: overlap instead of adding up:
+#:
+#: * ``servers`` — the tests on the worker's session broker and registry (tests/integration and
+#:   the fault tests on the session broker);
+#: * ``spark`` — the tests that start Spark (their own session broker and registry on that worker),
+#:   with the image smoke tests and the Spark job's kill -9 and restart (:data:`_SPARK_GROUP`);
+#: * ``apart`` — the quick bench run and the fault tests on brokers of their own (the three-node
+#:   cluster, the single node, the broker a test restarts), so that each such fixture starts once.
+#:
+#: Most of these tests wait (on brokers, timers, JVMs) more than they compute: three workers on
+#: two cores took the fresh-clone suite from 16.4 minutes (CI, two workers) to under 15.
+_SPARK_GROUP = (
     "tests/deploy/test_image_smoke.py",
-    "tests/bench/test_bench_quick.py",
     "tests/faults/test_spark_restart.py",
 )
-_SECOND_GROUP_FIXTURES = {"cluster3", "single_node", "own_broker"}
+_APART = ("tests/bench/test_bench_quick.py",)
+_APART_FIXTURES = {"cluster3", "single_node", "own_broker"}
+
+
+def _group(item: pytest.Item) -> str | None:
+    """The xdist group of ``item`` (see :data:`_SPARK_GROUP`); ``None`` for a pure test."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if item.nodeid.startswith(_APART) or _APART_FIXTURES & fixtures:
+        return "apart"
+    if item.nodeid.startswith(_SPARK_GROUP) or item.get_closest_marker("spark") or "spark" in fixtures:
+        return "spark"
+    if item.get_closest_marker("broker") or _SERVER_FIXTURES & fixtures:
+        return "servers"
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make test`` runs two workers with ``--dist loadgroup``): every test
-    that needs the session's broker, a registry or Spark runs on one worker, in collection order,
-    so the session keeps one broker and its package and module fixtures stay shared; the tests
-    with a stack of their own (:data:`_SECOND_GROUP`, and every test on brokers of its own, so
-    that each such fixture starts once) form a second group on the other worker; everything else — the
-    pure tests — fills in. xdist hands the group with the most tests to the first worker and the
-    next largest to the second, so the two never share a worker while every other group has one
-    test. Without xdist the markers change nothing."""
+    """Under pytest-xdist: every test that needs a broker, a registry or Spark gets its group
+    (:func:`_group`), so a worker's session keeps one broker and its package and module fixtures
+    stay shared; the pure tests fill in wherever a worker is free. Without xdist the markers
+    change nothing."""
     for item in items:
-        fixtures = set(getattr(item, "fixturenames", ()))
-        if item.nodeid.startswith(_SECOND_GROUP) or _SECOND_GROUP_FIXTURES & fixtures:
-            group = "apart"
-        elif (
-            item.get_closest_marker("broker")
-            or item.get_closest_marker("spark")
-            or _SERVER_FIXTURES & fixtures
-        ):
-            group = "servers"
-        else:
+        group = _group(item)
+        if group is None:
             continue
         item.add_marker(pytest.mark.xdist_group(group))
         _suffix_group(item, group)
