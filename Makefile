@@ -30,7 +30,7 @@ $(PY):
 
 # setup.py and the .pyx files: the editable install compiles the output encoder and the
 # fetched-record reader in place, so a change to either must rebuild.
-$(STAMP_PY): pyproject.toml setup.py sidecar/output/_stamp_encoder.pyx sidecar/kafka/_fetched.pyx sidecar/kafka/_records.pyx sidecar/formats/_avro_plan.pyx sidecar/_zigzag.pxd sidecar/kafka/_records.pxd | $(PY)
+$(STAMP_PY): pyproject.toml setup.py sidecar/output/_stamp_encoder.pyx sidecar/kafka/_fetched.pyx sidecar/kafka/_records.pyx timesync_wire/formats/_avro_plan.pyx timesync_wire/_zigzag.pxd sidecar/kafka/_records.pxd | $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,spark,bench]'
 	@touch $@
@@ -99,7 +99,7 @@ test-chaos: $(STAMP_PY) $(STAMP_JARS)
 lint: $(STAMP_PY)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy --strict sidecar spark_consumer testkit
+	$(PY) -m mypy --strict sidecar spark_consumer testkit timesync_wire
 
 format: $(STAMP_PY)
 	$(PY) -m ruff format .

@@ -36,11 +36,11 @@ import orjson
 
 from sidecar.core import parse_extractor
 from sidecar.core.records import Record
-from sidecar.formats.avro import avro_time_reader
 from sidecar.formats.extractor import SchemaTimestamp
-from sidecar.formats.framing import frame
-from sidecar.formats.protobuf import protobuf_time_reader
-from sidecar.registry.protoc import MAIN_NAME, compile_proto
+from timesync_wire.formats.avro import avro_time_reader
+from timesync_wire.formats.protobuf import protobuf_time_reader
+from timesync_wire.framing import frame
+from timesync_wire.schemas.protoc import MAIN_NAME, compile_proto
 
 SCHEMA_ID = 1
 SPECS = ("record", "json:meta.ts", "avro:meta.ts", "protobuf:meta.ts")

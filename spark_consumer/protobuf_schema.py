@@ -20,9 +20,9 @@ class ProtoCompileError(UsageError):
 
 def compile_descriptor_set(main: str, files: Mapping[str, str]) -> bytes:
     """Compile ``files[main]`` (``files``: import name → .proto text) into a ``FileDescriptorSet``,
-    with the sidecar's compiler (:func:`sidecar.registry.protoc.compile_files`)."""
-    from sidecar.formats.avro import SchemaError
-    from sidecar.registry.protoc import ProtocFailed, compile_files
+    with the sidecar's compiler (:func:`timesync_wire.schemas.protoc.compile_files`)."""
+    from timesync_wire.schemas import SchemaError
+    from timesync_wire.schemas.protoc import ProtocFailed, compile_files
 
     try:
         return compile_files(main, files)

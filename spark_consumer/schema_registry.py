@@ -10,9 +10,9 @@ an older version carry its id and are decoded with it (see :mod:`spark_consumer.
 The settings are named after the sidecar's (and Confluent's clients'): ``schema.registry.url``,
 ``schema.registry.basic.auth.user.info`` (``USER:PASSWORD``), ``schema.registry.bearer.auth.token``
 and ``schema.registry.ssl.cafile``. Secrets never appear in an error or a ``repr``, and the URL
-follows the sidecar's rules (``sidecar/config/registry_url.py``; a test holds the two copies
-equal, as this half never imports the sidecar): no ``user:password@`` in it, no query, no CA
-file with ``http://``, no credentials over ``http://`` to a host other than loopback.
+follows the rules both halves share (:mod:`timesync_wire.registry.urls`): no ``user:password@``
+in it, no query, no CA file with ``http://``, no credentials over ``http://`` to a host other
+than loopback.
 
 **Redirects are not followed**: urllib would send ``Authorization`` to wherever a 3xx points,
 another host included. The credentials go to the configured origin only; a redirect is a
@@ -26,7 +26,6 @@ every other mistake the CLI can see up front.
 from __future__ import annotations
 
 import base64
-import ipaddress
 import json
 import re
 import ssl
@@ -37,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from spark_consumer.options import UsageError
+from timesync_wire.registry.urls import SettingNames, credentials_problem, shown_url, url_problem
 
 SchemaType = Literal["AVRO", "PROTOBUF", "JSON"]
 #: Where the registry's credentials come from: never the command line, where ``ps`` shows them.
@@ -47,6 +47,12 @@ TIMEOUT_S = 10.0
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 #: The most versions of one subject read (one request each); Confluent's default cap is 1,000.
 MAX_VERSIONS = 10_000
+#: How the registry URL rules (:mod:`timesync_wire.registry.urls`) name the jobs' options.
+REGISTRY_NAMES = SettingNames(
+    url="--schema-registry-url",
+    cafile="--schema-registry-ssl-cafile",
+    credentials_instead=f"${BASIC_AUTH_ENV} or --schema-registry-basic-auth-user-info-file",
+)
 
 
 class RegistryError(UsageError):
@@ -63,7 +69,7 @@ class RegistrySettings:
     ssl_cafile: str | None = None
 
     def __post_init__(self) -> None:
-        problem = url_problem(self.url)
+        problem = url_problem(self.url, REGISTRY_NAMES)
         if problem:
             raise UsageError(f"--schema-registry-url: {shown_url(self.url)!r} {problem}")
         if self.basic_auth_user_info is not None and self.bearer_auth_token is not None:
@@ -79,7 +85,7 @@ class RegistrySettings:
             if self.bearer_auth_token is not None
             else None
         )
-        problem = credentials_problem(self.url, credentials, self.ssl_cafile is not None)
+        problem = credentials_problem(self.url, credentials, self.ssl_cafile is not None, REGISTRY_NAMES)
         if problem:
             raise UsageError(problem)
 
@@ -112,73 +118,6 @@ class SchemaVersion:
     schema_type: SchemaType
     schema: str
     references: tuple[Reference, ...] = ()
-
-
-def shown_url(url: str) -> str:
-    """``url`` as a message may quote it: user information, query and fragment replaced by
-    ``***``. Text that does not parse as a URL but holds ``@`` shows only what follows it."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        netloc = parts.netloc
-    except ValueError:
-        return "***@" + url.rpartition("@")[2] if "@" in url else url
-    if "@" in netloc:
-        netloc = "***@" + netloc.rpartition("@")[2]
-    elif "@" in url:  # "user:pass@host:8081" without a scheme parses as scheme "user"
-        return "***@" + url.rpartition("@")[2]
-    shown = parts._replace(
-        netloc=netloc, query="***" if parts.query else "", fragment="***" if parts.fragment else ""
-    )
-    return shown.geturl()
-
-
-def url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be the registry's base URL (``None`` when it can); never quotes it."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        _ = parts.port  # raises for a port that is not a number in range
-    except ValueError:
-        return "is not a URL (a bracketed address or a port that does not parse)"
-    if "@" in parts.netloc or (parts.scheme not in ("http", "https") and "@" in url):
-        return (
-            "holds a user name or password (user:password@ in the URL), which would be shown in "
-            f"logs and errors; remove it and set ${BASIC_AUTH_ENV} or --schema-registry-basic-auth-"
-            "user-info-file"
-        )
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "must be http:// or https:// followed by a host"
-    if parts.query or parts.fragment:
-        return "has a query or a fragment: give the base of the registry's API (paths are appended to it)"
-    return None
-
-
-def credentials_problem(url: str, credentials: str | None, cafile: bool) -> str | None:
-    """Why the TLS or credential settings do not fit ``url`` (``None`` when they do): a CA file
-    with ``http://``, or credentials over ``http://`` to a host other than loopback."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme == "https":
-        return None
-    if cafile:
-        return (
-            f"--schema-registry-ssl-cafile is set but --schema-registry-url {shown_url(url)!r} is "
-            "http://, which would ignore it; use https:// or remove --schema-registry-ssl-cafile"
-        )
-    if credentials and not _is_loopback(parts.hostname or ""):
-        return (
-            f"{credentials} is set but --schema-registry-url {shown_url(url)!r} is http:// to a host "
-            "other than loopback: the credentials would cross the network in clear text; use https://"
-        )
-    return None
-
-
-def _is_loopback(host: str) -> bool:
-    name = host.strip().strip("[]").lower()
-    if name in ("localhost", "localhost.localdomain", "ip6-localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def value_subject(topic: str, override: str | None = None) -> str:

@@ -80,7 +80,7 @@ def plan_values(
             f"(version {latest.version}, id {latest.id}), not {expected}"
         )
     if value_format == "avro":
-        from sidecar.formats.avro_references import standalone
+        from timesync_wire.schemas.avro_references import standalone
 
         writers = {
             v.id: standalone(v.schema, _referenced(client, v, {}))

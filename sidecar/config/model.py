@@ -14,16 +14,24 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from sidecar.config.exposure import http_exposure
-from sidecar.config.registry_url import credentials_problem, shown_url, url_problem
 from sidecar.config.sources import FileLayer, TimesyncEnv
 from sidecar.core import TaskConfig, parse_extractor
 from sidecar.core.readiness import IDLE_AUTO, IDLE_FOREVER
+from timesync_wire.registry.urls import SettingNames, credentials_problem, shown_url, url_problem
 
 ENV_PREFIX = "TIMESYNC_"
 #: A timeout that never ends (Kafka's Long.MAX_VALUE).
 FOREVER_MS = IDLE_FOREVER  # Kafka's Long.MAX_VALUE: "max"
 #: Variables of the Spark job (``TIMESYNC_SPARK_JARS_DIR``...); the sidecar leaves them alone.
 SPARK_ENV_PREFIX = "TIMESYNC_SPARK_"
+#: How the registry URL rules (:mod:`timesync_wire.registry.urls`) name the sidecar's keys.
+REGISTRY_NAMES = SettingNames(
+    url="schema.registry.url",
+    cafile="schema.registry.ssl.cafile",
+    credentials_instead="schema.registry.basic.auth.user.info (from a secret, as "
+    "TIMESYNC_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO)",
+    shown_in="/status, logs and errors",
+)
 
 
 class ConfigError(ValueError):
@@ -123,7 +131,7 @@ class SidecarConfig(BaseSettings):
     @field_validator("schema_registry_url")
     @classmethod
     def _registry_url(cls, value: str) -> str:
-        problem = url_problem(value) if value else None
+        problem = url_problem(value, REGISTRY_NAMES) if value else None
         if problem:
             raise ValueError(problem)
         return value
@@ -164,7 +172,7 @@ class SidecarConfig(BaseSettings):
                 else None
             )
             problem = credentials_problem(
-                self.schema_registry_url, credentials, bool(self.schema_registry_ssl_cafile)
+                self.schema_registry_url, credentials, bool(self.schema_registry_ssl_cafile), REGISTRY_NAMES
             )
             if problem:
                 raise ValueError(problem)

@@ -1,7 +1,7 @@
 """``avro:<dotted.path>[:unit]`` and ``protobuf:<dotted.path>[:unit]``: event time from framed values.
 
 :class:`SchemaTimestamp` is a core timestamp extractor (``extract_all`` / ``explain``) that never
-does I/O: it reads each value's schema id (Confluent's framing, :mod:`sidecar.formats.framing`)
+does I/O: it reads each value's schema id (Confluent's framing, :mod:`timesync_wire.framing`)
 and looks the id up in its :class:`SchemaCache`. The service fills that cache *before* it pushes
 a batch to the core — it asks :meth:`SchemaCache.missing` which ids of the batch are not known
 yet and resolves them through the registry — so by the time the core extracts, every id of the
@@ -21,9 +21,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
 
 from sidecar.core.records import InputRecord
-from sidecar.formats.avro_plan import PlanError
-from sidecar.formats.framing import HEADER_SIZE, MAGIC, FramingError, message_indexes, schema_id
-from sidecar.formats.timevalues import UNITS, TimeValueError, Unit
+from timesync_wire.formats.avro_plan import PlanError
+from timesync_wire.framing import HEADER_SIZE, MAGIC, FramingError, message_indexes, schema_id
+from timesync_wire.timevalues import UNITS, TimeValueError, Unit
 
 Format = Literal["avro", "protobuf"]
 INVALID = -1

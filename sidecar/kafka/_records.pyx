@@ -28,7 +28,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t, uint64_t
 from libc.string cimport memcmp
 
-from sidecar._zigzag cimport ZIGZAG_OK, ZIGZAG_TRUNCATED, read_zigzag
+from timesync_wire._zigzag cimport ZIGZAG_OK, ZIGZAG_TRUNCATED, read_zigzag
 
 from aiokafka.errors import CorruptRecordException
 

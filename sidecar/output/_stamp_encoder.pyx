@@ -18,7 +18,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
-from sidecar._zigzag cimport put_zigzag, zigzag_size
+from timesync_wire._zigzag cimport put_zigzag, zigzag_size
 from sidecar.core import stamping
 from sidecar.kafka._records cimport FetchedRecord
 

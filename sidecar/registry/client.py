@@ -7,12 +7,12 @@ synchronous; ``python-schema-registry-client`` pulls in httpx and its own Avro a
 models for nothing we use.
 
 The registry's answers are bytes we do not control, so what they mean is decided by
-:mod:`sidecar.registry.answers` (pure, fuzzed); this module does the I/O, within bounds:
+:mod:`timesync_wire.registry.answers` (pure, fuzzed); this module does the I/O, within bounds:
 
 * **one keep-alive session** per client, at most :data:`MAX_CONCURRENT_REQUESTS` connections
   (the resolver asks for a batch's new ids at once, not one after another on new connections);
   :meth:`RegistryClient.close` ends it, and never raises (cleanup never kills the process);
-* each answer is read up to :data:`~sidecar.registry.answers.MAX_ANSWER_BYTES`, undecompressed
+* each answer is read up to :data:`~timesync_wire.registry.answers.MAX_ANSWER_BYTES`, undecompressed
   (``Accept-Encoding: identity``: no decompression bomb), within :data:`REQUEST_TIMEOUT_S`;
 * **redirects are not followed**: the credentials go to the configured origin and nowhere else
   (a 3xx is an unavailable registry whose reason says where it pointed);
@@ -20,7 +20,7 @@ The registry's answers are bytes we do not control, so what they mean is decided
   registry does not know (404) for ``missing_ttl_s`` only — as a reason string, not an exception
   with its traceback — so an id read before it was registered is asked again soon.
 
-Answers map to the outcomes of :mod:`~sidecar.registry.answers`: a schema; unknown or unusable
+Answers map to the outcomes of :mod:`~timesync_wire.registry.answers`: a schema; unknown or unusable
 (:class:`SchemaUnreadableError`, cached for a while: its records are invalid timestamps); refused
 credentials (:class:`RegistryRefusedError`: fatal); anything else unavailable
 (:class:`RegistryUnavailableError`, with the ``Retry-After`` a 429 or 503 gave, bounded).
@@ -28,7 +28,7 @@ credentials (:class:`RegistryRefusedError`: fatal); anything else unavailable
 Settings are named as Confluent's clients name them: ``schema.registry.url``,
 ``schema.registry.basic.auth.user.info`` (``user:password``), ``schema.registry.bearer.auth.token``
 and ``schema.registry.ssl.cafile``; the URL rules (no credentials in it, none over plain http
-off loopback) are checked at start (:mod:`sidecar.config.registry_url`).
+off loopback) are checked at start (:mod:`timesync_wire.registry.urls`).
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from urllib.parse import quote
 
 import aiohttp
 
-from sidecar.config.registry_url import shown_url
-from sidecar.registry.answers import (
+from sidecar.registry.lru import Lru
+from timesync_wire.registry.answers import (
     MAX_ANSWER_BYTES,
     MAX_REFERENCES,
     Answer,
@@ -59,7 +59,7 @@ from sidecar.registry.answers import (
     reference_list,
     schema_text,
 )
-from sidecar.registry.lru import Lru
+from timesync_wire.registry.urls import shown_url
 
 __all__ = [
     "RegisteredSchema",

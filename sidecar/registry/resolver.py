@@ -37,10 +37,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
-from sidecar.formats.avro import SchemaError, avro_time_reader
-from sidecar.formats.avro_references import standalone
 from sidecar.formats.extractor import SchemaTimestamp, TimeReader, Unreadable
-from sidecar.formats.protobuf import protobuf_time_reader
 from sidecar.registry.client import (
     MAX_CONCURRENT_REQUESTS,
     RegisteredSchema,
@@ -50,7 +47,10 @@ from sidecar.registry.client import (
     SchemaUnreadableError,
 )
 from sidecar.registry.lru import Lru
-from sidecar.registry.protoc import MAIN_NAME, compile_proto
+from timesync_wire.formats.avro import SchemaError, avro_time_reader
+from timesync_wire.formats.protobuf import protobuf_time_reader
+from timesync_wire.schemas.avro_references import standalone
+from timesync_wire.schemas.protoc import MAIN_NAME, compile_proto
 
 log = logging.getLogger("timesync")
 

@@ -32,15 +32,15 @@ import fastavro
 import orjson
 
 from sidecar.core.records import Record
-from sidecar.formats._avro_plan import CompiledPlan
-from sidecar.formats.avro import PlannedAvroReader, avro_time_reader
-from sidecar.formats.avro_plan import PlanError, run_plan
-from sidecar.formats.avro_references import standalone
-from sidecar.formats.avro_schema import SchemaError
 from sidecar.formats.extractor import INVALID, SchemaTimestamp, Unreadable
-from sidecar.formats.framing import frame
-from sidecar.formats.timevalues import MAX_TIMESTAMP, TimeValueError, Unit
 from testkit.fuzz.payloads import Finding, campaign, mutate, timed
+from timesync_wire.formats._avro_plan import CompiledPlan
+from timesync_wire.formats.avro import PlannedAvroReader, avro_time_reader
+from timesync_wire.formats.avro_plan import PlanError, run_plan
+from timesync_wire.framing import frame
+from timesync_wire.schemas import SchemaError
+from timesync_wire.schemas.avro_references import standalone
+from timesync_wire.timevalues import MAX_TIMESTAMP, TimeValueError, Unit
 
 
 def _record(name: str, **fields: Any) -> dict[str, Any]:

@@ -27,13 +27,13 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from sidecar.core.records import Record
-from sidecar.formats.avro_schema import SchemaError
 from sidecar.formats.extractor import INVALID, SchemaTimestamp, Unreadable
-from sidecar.formats.framing import frame
-from sidecar.formats.protobuf import ProtobufTimeReader, protobuf_time_reader
-from sidecar.formats.timevalues import MAX_TIMESTAMP, TimeValueError, Unit
-from sidecar.registry.protoc import MAIN_NAME, compile_proto
 from testkit.fuzz.payloads import Finding, campaign, mutate, timed
+from timesync_wire.formats.protobuf import ProtobufTimeReader, protobuf_time_reader
+from timesync_wire.framing import frame
+from timesync_wire.schemas import SchemaError
+from timesync_wire.schemas.protoc import MAIN_NAME, compile_proto
+from timesync_wire.timevalues import MAX_TIMESTAMP, TimeValueError, Unit
 
 COMMON = 'syntax = "proto3";\npackage common;\nmessage Money { int64 cents = 1; string currency = 2; }\n'
 SCHEMA = """syntax = "proto3";

@@ -5,7 +5,7 @@ other), a body, whether the body was cut at the size bound, a ``Retry-After`` an
 header — built by mutating real answers (a schema with references, Protobuf's, a 404's and a
 429's error bodies, an HTML page, JSON nested deep): bytes flipped, inserted, deleted, chunks
 duplicated or cut, JSON values swapped for others of another type. Each goes through
-:func:`sidecar.registry.answers.interpret`, then :func:`schema_text` and :func:`reference_list`,
+:func:`timesync_wire.registry.answers.interpret`, then :func:`schema_text` and :func:`reference_list`,
 as the client does. The verdict must be a schema (text, type, references of the right types) or
 one :class:`RegistryError` of one line, within :data:`MAX_CALL_S` of CPU time; anything else stops the
 campaign, which is the finding. The suite runs the same checks a few hundred times
@@ -20,7 +20,7 @@ import random
 import sys
 import time
 
-from sidecar.registry.answers import (
+from timesync_wire.registry.answers import (
     MAX_RETRY_AFTER_S,
     Answer,
     RegistryError,

@@ -253,8 +253,8 @@ def test_the_sdist_holds_the_encoder_source_and_the_licence(dist: Dist) -> None:
         "sidecar/kafka/_fetched.pyx",
         "sidecar/kafka/_records.pyx",
         "sidecar/kafka/_records.pxd",
-        "sidecar/formats/_avro_plan.pyx",
-        "sidecar/_zigzag.pxd",
+        "timesync_wire/formats/_avro_plan.pyx",
+        "timesync_wire/_zigzag.pxd",
         "spark_consumer/log4j2.properties",
     ):
         assert f"{top}/{needed}" in names

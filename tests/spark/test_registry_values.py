@@ -144,7 +144,7 @@ def test_avro_keeps_every_version_as_a_writer_and_reads_as_the_latest() -> None:
 
 
 def test_avro_references_are_defined_in_the_schemas_spark_reads() -> None:
-    from tests.unit.formats.test_avro_references import META, ORDER, REGION
+    from tests.unit.wire.test_avro_references import META, ORDER, REGION
 
     routes = {
         **versions(

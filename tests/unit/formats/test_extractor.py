@@ -6,13 +6,13 @@ import pytest
 
 from sidecar.core import parse_extractor
 from sidecar.core.records import Record
-from sidecar.formats.avro import avro_time_reader
 from sidecar.formats.extractor import INVALID, SchemaTimestamp, Unreadable, UnresolvedSchemaError
-from sidecar.formats.framing import frame
-from sidecar.formats.protobuf import protobuf_time_reader
-from sidecar.registry.protoc import MAIN_NAME
-from tests.unit.formats.avro_data import ORDER_V1, ORDER_V2, encode, order, text
-from tests.unit.formats.proto_data import descriptor_set, payment, payment_class
+from tests.unit.wire.avro_data import ORDER_V1, ORDER_V2, encode, order, text
+from tests.unit.wire.proto_data import descriptor_set, payment, payment_class
+from timesync_wire.formats.avro import avro_time_reader
+from timesync_wire.formats.protobuf import protobuf_time_reader
+from timesync_wire.framing import frame
+from timesync_wire.schemas.protoc import MAIN_NAME
 
 
 def rec(value: bytes | None, offset: int = 0) -> Record:

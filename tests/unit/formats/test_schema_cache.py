@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sidecar.formats.extractor import SchemaCache, Unreadable
-from sidecar.formats.framing import frame
+from timesync_wire.framing import frame
 
 READER = Unreadable("stands for a reader")
 

@@ -1,7 +1,8 @@
-"""Where the schema registry's credentials may go: the rules for ``schema.registry.url``.
+"""Where the schema registry's credentials may go: the rules for the registry's URL, written once
+for both halves (the sidecar's ``schema.registry.url``, the Spark jobs' ``--schema-registry-url``).
 
-The registry's credentials (``schema.registry.basic.auth.user.info``, ``schema.registry.bearer.
-auth.token``) are sent with every request, so the URL decides who reads them. Refused at start:
+The registry's credentials (basic auth user info, a bearer token) are sent with every request,
+so the URL decides who reads them. Refused at start:
 
 * **credentials in the URL** (``https://user:pass@host``): a URL is shown in ``/status``, logs
   and errors, and is copied into dashboards and tickets; credentials belong in their secret keys.
@@ -15,17 +16,42 @@ auth.token``) are sent with every request, so the URL decides who reads them. Re
   ``SASL_PLAINTEXT`` is a choice a user makes knowingly; elsewhere, use ``https://``.
 
 :func:`shown_url` is how any URL is quoted in a message: without user information or query.
-The Spark job applies the same rules (``spark_consumer/schema_registry.py``; a test holds the
-two equal).
+Each half names its own settings in the messages (:class:`SettingNames`): its keys or options,
+and where its credentials go instead of the URL.
 """
 
 from __future__ import annotations
 
+import ipaddress
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from sidecar.config.exposure import is_loopback_host
-
 _SCHEMES = ("http", "https")
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
+
+
+@dataclass(frozen=True, slots=True)
+class SettingNames:
+    """How one half names the registry's settings in a message: the URL's and the CA file's
+    key or option, and where credentials go instead of the URL (and whether a URL is shown
+    in ``/status``)."""
+
+    url: str
+    cafile: str
+    credentials_instead: str
+    shown_in: str = "logs and errors"
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether ``host`` is a loopback address or one of localhost's names. Any other name may
+    resolve to an outside address, so it does not count."""
+    name = host.strip().strip("[]").lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def shown_url(url: str) -> str:
@@ -35,18 +61,24 @@ def shown_url(url: str) -> str:
         parts = urlsplit(url)
         netloc = parts.netloc
     except ValueError:
-        return "***@" + url.rpartition("@")[2] if "@" in url else url
+        return "***@" + _without_query(url.rpartition("@")[2]) if "@" in url else _without_query(url)
     if "@" in netloc:
         netloc = "***@" + netloc.rpartition("@")[2]
     elif "@" in url:  # "user:pass@host:8081" without a scheme parses as scheme "user"
-        return "***@" + url.rpartition("@")[2]
+        return "***@" + _without_query(url.rpartition("@")[2])
     shown = parts._replace(
         netloc=netloc, query="***" if parts.query else "", fragment="***" if parts.fragment else ""
     )
     return shown.geturl()
 
 
-def url_problem(url: str) -> str | None:
+def _without_query(text: str) -> str:
+    """``text`` up to a query or a fragment, which become ``***``."""
+    head = text.split("?", 1)[0].split("#", 1)[0]
+    return head if head == text else f"{head}?***"
+
+
+def url_problem(url: str, names: SettingNames) -> str | None:
     """Why ``url`` cannot be the registry's base URL (``None`` when it can), to follow the URL as
     the message shows it (:func:`shown_url`); never quotes any part of it."""
     try:
@@ -57,8 +89,7 @@ def url_problem(url: str) -> str | None:
     if "@" in parts.netloc or (parts.scheme not in _SCHEMES and "@" in url):
         return (
             "holds a user name or password (user:password@ in the URL), which would be shown in "
-            "/status, logs and errors; remove it and set schema.registry.basic.auth.user.info "
-            "(from a secret, as TIMESYNC_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO)"
+            f"{names.shown_in}; remove it and set {names.credentials_instead}"
         )
     if parts.scheme not in _SCHEMES or not parts.hostname:
         return "must be http:// or https:// followed by a host"
@@ -68,22 +99,22 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def credentials_problem(url: str, credentials: str | None, cafile: bool) -> str | None:
+def credentials_problem(url: str, credentials: str | None, cafile: bool, names: SettingNames) -> str | None:
     """Why the registry's TLS or credential settings do not fit ``url`` (``None`` when they do).
 
-    ``credentials`` names the key that holds them (``None``: none set); ``cafile``: whether
-    ``schema.registry.ssl.cafile`` is set. ``url`` has passed :func:`url_problem`."""
+    ``credentials`` names the setting that holds them (``None``: none set); ``cafile``: whether
+    a CA file is set. ``url`` has passed :func:`url_problem`."""
     parts = urlsplit(url)
     if parts.scheme == "https":
         return None
     if cafile:
         return (
-            f"schema.registry.ssl.cafile is set but schema.registry.url {shown_url(url)!r} is "
-            "http://, which would ignore it; use https:// or remove schema.registry.ssl.cafile"
+            f"{names.cafile} is set but {names.url} {shown_url(url)!r} is "
+            f"http://, which would ignore it; use https:// or remove {names.cafile}"
         )
     if credentials and not is_loopback_host(parts.hostname or ""):
         return (
-            f"{credentials} is set but schema.registry.url {shown_url(url)!r} is http:// to a host "
+            f"{credentials} is set but {names.url} {shown_url(url)!r} is http:// to a host "
             "other than loopback: the credentials would cross the network in clear text; use https://"
         )
     return None

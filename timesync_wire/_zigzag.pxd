@@ -15,7 +15,7 @@
 #   fetched-record reader reads as the Java consumer does, so it keeps this rule.
 # * ``read_avro_long`` refuses a tenth byte above 1 (OVER_64_BITS). Java Avro's ``readLong``
 #   keeps the lowest bit too; we refuse instead, as the Python plan (the specification,
-#   ``sidecar/formats/avro_plan.py``) does: no encoder writes such a byte, and a value that
+#   ``timesync_wire/formats/avro_plan.py``) does: no encoder writes such a byte, and a value that
 #   depends on how a reader truncates it is not an event time to trust. Before, the C plan read
 #   0 where the Python plan read 2^63.
 

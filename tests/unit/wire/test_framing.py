@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.formats.framing import (
+from timesync_wire.framing import (
     HEADER_SIZE,
     MAX_MESSAGE_INDEXES,
     FramingError,

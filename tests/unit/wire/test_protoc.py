@@ -9,9 +9,8 @@ import time
 
 import pytest
 
-from sidecar.formats.avro import SchemaError
-from sidecar.registry import protoc
-from sidecar.registry.protoc import MAX_SOURCE_BYTES, ProtocFailed, compile_files, compile_proto
+from timesync_wire.schemas import SchemaError, protoc
+from timesync_wire.schemas.protoc import MAX_SOURCE_BYTES, ProtocFailed, compile_files, compile_proto
 
 A_MESSAGE = 'syntax = "proto3"; message A { int64 t = 1; }'
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sidecar.registry.answers import (
+from timesync_wire.registry.answers import (
     MAX_DETAIL,
     MAX_REFERENCES,
     MAX_RETRY_AFTER_S,

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.formats import avro, avro_plan
-from sidecar.formats._avro_plan import CompiledPlan
-from sidecar.formats.avro import PlannedAvroReader, avro_time_reader
-from sidecar.formats.avro_plan import (
+from tests.unit.wire.avro_data import LINKED, TREE, encode, record, varint
+from timesync_wire.formats import avro, avro_plan
+from timesync_wire.formats._avro_plan import CompiledPlan
+from timesync_wire.formats.avro import PlannedAvroReader, avro_time_reader
+from timesync_wire.formats.avro_plan import (
     DEPTH_MESSAGE,
     JUMP,
     MAX_DEPTH,
@@ -26,8 +27,8 @@ from sidecar.formats.avro_plan import (
     compile_plan,
     run_plan,
 )
-from sidecar.formats.avro_schema import SchemaError, named_types
-from tests.unit.formats.avro_data import LINKED, TREE, encode, record, varint
+from timesync_wire.schemas import SchemaError
+from timesync_wire.schemas.avro_schema import named_types
 
 #: Every kind of Avro value in front of the time, so that the plan must step over each.
 WIDE: dict[str, Any] = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sidecar.formats.protobuf import protobuf_time_reader
-from sidecar.registry.protoc import MAIN_NAME, compile_proto
+from timesync_wire.formats.protobuf import protobuf_time_reader
+from timesync_wire.schemas.protoc import MAIN_NAME, compile_proto
 
 COMMON = 'syntax = "proto3";\npackage common;\nmessage Money { int64 cents = 1; string currency = 2; }\n'
 SCHEMA = """syntax = "proto3";

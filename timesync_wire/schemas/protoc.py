@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from sidecar.formats.avro import SchemaError
+from timesync_wire.schemas import SchemaError
 
 if TYPE_CHECKING:
     from google.protobuf.descriptor_pb2 import FileDescriptorProto

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sidecar.formats import avro
-from sidecar.formats.avro import SchemaError, avro_time_reader
-from sidecar.formats.avro_plan import PlanError
-from sidecar.formats.timevalues import TimeValueError
-from tests.unit.formats.avro_data import ORDER_V1, ORDER_V2, encode, order, record, text
+from tests.unit.wire.avro_data import ORDER_V1, ORDER_V2, encode, order, record, text
+from timesync_wire.formats import avro
+from timesync_wire.formats.avro import SchemaError, avro_time_reader
+from timesync_wire.formats.avro_plan import PlanError
+from timesync_wire.timevalues import TimeValueError
 
 
 @given(ts=st.integers(0, 2**62), items=st.integers(0, 5), version=st.sampled_from([1, 2]))
@@ -120,9 +120,9 @@ def test_a_truncated_body_does_not_decode() -> None:
 
 HOSTILE_BODIES = """
 import json
-from sidecar.formats.avro import avro_time_reader
-from sidecar.formats.avro_plan import PlanError
-from tests.unit.formats.avro_data import LINKED, varint
+from timesync_wire.formats.avro import avro_time_reader
+from timesync_wire.formats.avro_plan import PlanError
+from tests.unit.wire.avro_data import LINKED, varint
 listed = {"type": "record", "name": "E", "fields": [{"name": "list", "type": ["null", LINKED]},
     {"name": "nulls", "type": {"type": "array", "items": "null"}}, {"name": "ts", "type": "long"}]}
 reader = avro_time_reader(json.dumps(listed), ["ts"], "ms")

@@ -1,7 +1,7 @@
 """Event time from Protobuf bodies: descriptors built from the registry's schema, one field read.
 
 The registry gives a schema as ``.proto`` text plus its references; the service compiles them
-into a ``FileDescriptorSet`` (:mod:`sidecar.registry.protoc`) and :func:`protobuf_time_reader`
+into a ``FileDescriptorSet`` (:mod:`timesync_wire.schemas.protoc`) and :func:`protobuf_time_reader`
 builds, from that set alone, the message class the framing's message indexes name and checks
 the extractor's path against it. Each schema id gets its own descriptor pool: two versions of
 one subject define the same message names with different fields, and one shared pool would
@@ -14,7 +14,7 @@ Untrusted bodies: protobuf's runtime (upb, the default since protobuf 4.21) pars
 recursion in Python, in time linear in the body (a megabyte of unknown fields: milliseconds), and
 stops at 100 levels of nested messages (``upb_DecodeOptions_MaxDepth``): a body 10,000 deep is a
 ``DecodeError``, an invalid timestamp like any body that does not decode. Descriptor sets come
-from our own protoc run (:mod:`sidecar.registry.protoc`), bounded there; one the runtime cannot
+from our own protoc run (:mod:`timesync_wire.schemas.protoc`), bounded there; one the runtime cannot
 load is a :class:`SchemaError` with its reason.
 """
 
@@ -27,8 +27,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError
 
-from sidecar.formats.avro import SchemaError
-from sidecar.formats.timevalues import TimeValueError, Unit, seconds_nanos_to_millis, to_millis
+from timesync_wire.schemas import SchemaError
+from timesync_wire.timevalues import TimeValueError, Unit, seconds_nanos_to_millis, to_millis
 
 TIMESTAMP = "google.protobuf.Timestamp"
 _PLAIN = {

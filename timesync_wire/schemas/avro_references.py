@@ -18,7 +18,8 @@ from typing import Any
 
 import orjson
 
-from sidecar.formats.avro_schema import NAMED_TYPES, PRIMITIVES, SchemaError, fullname, load
+from timesync_wire.schemas import SchemaError
+from timesync_wire.schemas.avro_schema import NAMED_TYPES, PRIMITIVES, fullname, load
 
 
 def standalone(schema_text: str, references: Mapping[str, str]) -> str:

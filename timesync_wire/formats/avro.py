@@ -2,7 +2,7 @@
 
 From the writer schema (the one the registry holds for a record's schema id) and the extractor's
 dotted path, :func:`avro_time_reader` checks that the path leads to a time and compiles a *skip
-plan* (:mod:`sidecar.formats.avro_plan`): it steps over the fields written before the path and
+plan* (:mod:`timesync_wire.formats.avro_plan`): it steps over the fields written before the path and
 reads the one field, in C (``_avro_plan.pyx``), never touching what follows.
 
 Measured on a 222 B order with the time as its last field (2 cores, under load): fastavro with a
@@ -17,7 +17,7 @@ in ms and µs whatever unit the extractor names. ``local-timestamp-*`` carry no 
 refused, as a naive ISO time is.
 
 Every failure to build a reader is a :class:`SchemaError` with a one-line reason, whatever the
-schema (its walks are loops, :mod:`sidecar.formats.avro_schema`).
+schema (its walks are loops, :mod:`timesync_wire.schemas.avro_schema`).
 """
 
 from __future__ import annotations
@@ -25,14 +25,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sidecar.formats.avro_plan import compile_plan, run_plan
-from sidecar.formats.avro_schema import NAMED_TYPES, Named, SchemaError, concrete, fullname, load, named_types
-from sidecar.formats.avro_schema import short as _short
-from sidecar.formats.avro_schema import validate as _validate
-from sidecar.formats.timevalues import Kind, TimeValueError, Unit, to_millis
+from timesync_wire.formats.avro_plan import compile_plan, run_plan
+from timesync_wire.schemas import SchemaError
+from timesync_wire.schemas.avro_schema import NAMED_TYPES, Named, concrete, fullname, load, named_types
+from timesync_wire.schemas.avro_schema import short as _short
+from timesync_wire.schemas.avro_schema import validate as _validate
+from timesync_wire.timevalues import Kind, TimeValueError, Unit, to_millis
 
 try:
-    from sidecar.formats._avro_plan import CompiledPlan
+    from timesync_wire.formats._avro_plan import CompiledPlan
 except ImportError:  # built without a C compiler: the plan runs in Python (same result, slower)
     CompiledPlan = None  # type: ignore[assignment,misc]
 
@@ -71,7 +72,7 @@ class PlannedAvroReader:
 
     def millis(self, value: bytes, start: int = 0) -> int:
         """Event time of the body at ``value[start:]``; :class:`TimeValueError` or
-        :class:`~sidecar.formats.avro_plan.PlanError` when it has none."""
+        :class:`~timesync_wire.formats.avro_plan.PlanError` when it has none."""
         node = self._read(value, start)
         divisor = self._divisor
         if divisor and type(node) is int and node >= 0:

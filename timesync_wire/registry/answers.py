@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from sidecar.config.registry_url import shown_url
+from timesync_wire.registry.urls import shown_url
 
 #: The most of one answer that is read; a schema larger than this is refused, not buffered.
 MAX_ANSWER_BYTES = 4 * 1024 * 1024

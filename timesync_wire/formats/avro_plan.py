@@ -10,7 +10,7 @@ stops at the field — whatever follows it is never looked at.
 
 :func:`compile_plan` turns a writer schema and a path into a plan (a tuple of ints), without
 recursion whatever the schema's depth. :func:`run_plan` here is the specification, in plain
-Python; ``sidecar/formats/_avro_plan.pyx`` runs the same plan in C and is held to this one by
+Python; ``timesync_wire/formats/_avro_plan.pyx`` runs the same plan in C and is held to this one by
 differential tests and a fuzz campaign (``python -m testkit.fuzz.avro``).
 
 **Untrusted bodies, bounded work.** A record type that is named somewhere (a linked list, a tree:
@@ -50,7 +50,8 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from sidecar.formats.avro_schema import PRIMITIVES, Named, SchemaError, concrete, short, walk
+from timesync_wire.schemas import SchemaError
+from timesync_wire.schemas.avro_schema import PRIMITIVES, Named, concrete, short, walk
 
 __all__ = ["MAX_DEPTH", "MAX_FREE_STEPS", "MAX_PLAN_OPS", "PlanError", "compile_plan", "run_plan"]
 
@@ -89,7 +90,7 @@ class PlanError(ValueError):
 
 def compile_plan(writer: Any, path: Sequence[str], named: Named) -> tuple[int, ...]:
     """The plan reading ``path`` in bodies written with ``writer`` (a parsed JSON schema whose
-    named types :func:`~sidecar.formats.avro_schema.named_types` found); :class:`SchemaError`
+    named types :func:`~timesync_wire.schemas.avro_schema.named_types` found); :class:`SchemaError`
     when the path does not lead to a readable field or the plan would pass
     :data:`MAX_PLAN_OPS`. Logical types do not change the encoding and are ignored here."""
     compiler = _Compiler(writer, named)
@@ -252,7 +253,7 @@ def _empty_records(named: Named) -> set[str]:
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     """A zigzag-encoded long at ``pos``: (value, position after it). Ten bytes at most, the
-    tenth 0 or 1 — all a 64-bit value needs — as in ``sidecar/_zigzag.pxd``'s ``read_avro_long``:
+    tenth 0 or 1 — all a 64-bit value needs — as in ``timesync_wire/_zigzag.pxd``'s ``read_avro_long``:
     a value the C plan would have to truncate is refused by both."""
     result = shift = 0
     while True:

@@ -20,16 +20,14 @@ from typing import Any
 
 import orjson
 
+from timesync_wire.schemas import SchemaError
+
 # Tuples, not sets: a schema's "type" may be any JSON value, and `in` must not hash it.
 #: Avro's named types (a schema defines each once and names it afterwards).
 NAMED_TYPES = ("record", "enum", "fixed", "error")
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
 #: The values of ``"type"`` that make a JSON object a type of its own rather than a wrapper.
 KEYWORDS = (*NAMED_TYPES, "array", "map")
-
-
-class SchemaError(ValueError):
-    """The writer schema cannot give the extractor's field; the message says why (one line)."""
 
 
 #: A named type by full name: its definition and the namespace the names inside it take.

@@ -9,8 +9,8 @@ from typing import Any
 import fastavro
 import pytest
 
-from sidecar.formats.avro import SchemaError, avro_time_reader
-from sidecar.formats.avro_references import standalone
+from timesync_wire.formats.avro import SchemaError, avro_time_reader
+from timesync_wire.schemas.avro_references import standalone
 
 META = {
     "type": "record",

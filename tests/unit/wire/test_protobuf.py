@@ -9,10 +9,10 @@ import pytest
 from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
-from sidecar.formats.protobuf import SchemaError, protobuf_time_reader
-from sidecar.formats.timevalues import TimeValueError
-from sidecar.registry.protoc import MAIN_NAME, compile_proto, serialized_descriptor
-from tests.unit.formats.proto_data import COMMON, SCHEMA, descriptor_set, payment, payment_class
+from tests.unit.wire.proto_data import COMMON, SCHEMA, descriptor_set, payment, payment_class
+from timesync_wire.formats.protobuf import SchemaError, protobuf_time_reader
+from timesync_wire.schemas.protoc import MAIN_NAME, compile_proto, serialized_descriptor
+from timesync_wire.timevalues import TimeValueError
 
 
 @pytest.fixture(scope="module")
