@@ -9,5 +9,6 @@ Pure: no asyncio, no aiohttp, no pyspark, and no import of ``sidecar`` or ``spar
 * :mod:`.registry` — the Schema Registry protocol: URL rules, requests to build, answers to
   interpret (no I/O: each half brings its own transport);
 * :mod:`.schemas` — schema compilation: Avro walks and references, Protobuf through protoc;
-* :mod:`.formats` — the value formats (JSON, Avro, Protobuf): their time readers.
+* :mod:`.formats` — the value formats (JSON, Avro, Protobuf): their time readers, C plans each
+  held to a pure-Python specification.
 """

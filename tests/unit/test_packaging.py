@@ -49,7 +49,7 @@ def test_without_a_c_compiler_the_package_builds_without_the_encoder(tmp_path: P
     (wheel,) = out.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "sidecar/output/batches.py" in names
-    assert "timesync_wire/formats/avro_plan.py" in names  # the plan's specification, which then runs
+    assert "timesync_wire/formats/json_scan.py" in names  # the plans' specifications, which then run
     assert not [n for n in names if n.endswith(".so")]
 
 
