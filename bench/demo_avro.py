@@ -22,11 +22,11 @@ from dataclasses import replace
 import fastavro
 import orjson
 
-from spark_consumer import framing
 from spark_consumer.schema_registry import RegistryClient, RegistrySettings
 from spark_consumer.value_formats import AvroValues, plan_values
 from testkit.local_broker import load_registry_launcher
 from testkit.workloads import Event
+from timesync_wire import framing
 
 FORMATS = ("json", "avro")
 SUBJECT = "demo.ad-value"

@@ -22,7 +22,7 @@ A scalar without presence (plain proto3) reads as its value, its default include
 JSON of the same message has it; a field with presence (``optional``, proto2) that is not set
 is NULL. A recursive message cannot be a Spark type and is refused at plan time.
 
-:class:`FramedDecoder` is what runs per record: framing (:mod:`spark_consumer.framing`), the
+:class:`FramedDecoder` is what runs per record: framing (:mod:`timesync_wire.framing`), the
 body parsed as the job's message (the file's first, message indexes ``[0]``); a value that is
 not framed, carries an id that is not one of the subject's versions or another message's
 indexes, does not parse, or breaks a bound (:mod:`spark_consumer.value_limits`: its size, its
@@ -55,9 +55,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_consumer import framing
 from spark_consumer.options import UsageError
 from spark_consumer.value_limits import DEFAULT_MAX_ITEMS, ValueLimits
+from timesync_wire import framing
 
 TIMESTAMP = "google.protobuf.Timestamp"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -251,7 +251,7 @@ class FramedDecoder:
     def __call__(self, value: bytes | None) -> dict[str, Any] | None:
         if value is None or len(value) > self.limits.max_bytes:
             return None
-        frame = framing.split(value, protobuf=True)
+        frame = framing.split(value, indexes=True)
         if frame is None or frame.schema_id not in self.schema_ids:
             return None
         if frame.message_indexes != self.message_indexes:  # another message type of the file

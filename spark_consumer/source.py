@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-# Header names: the one place that defines them is the sidecar's stamping module.
-from sidecar.core.stamping import (
+from spark_consumer.value_formats import BinaryValues
+
+# Header names: the contract the sidecar writes and this reads.
+from timesync_wire.headers import (
     CONTROL,
     ENFORCED,
     LATE,
@@ -39,7 +41,6 @@ from sidecar.core.stamping import (
     STREAM_TIME,
     WATERMARK,
 )
-from spark_consumer.value_formats import BinaryValues
 
 EVENT_TIME = "event_time"  # TIMESTAMP: the Kafka record timestamp, the column Spark's watermark tracks
 TS = "ts"  # the same instant as epoch milliseconds (BIGINT)

@@ -30,10 +30,10 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
-from spark_consumer.framing import HEADER_SIZE, MAGIC
 from spark_consumer.options import UsageError
 from spark_consumer.value_formats import AvroValues, BinaryValues, ProtobufValues
 from spark_consumer.value_limits import MAX_BYTES_KEY, MAX_ITEMS_KEY, ValueLimits
+from timesync_wire.framing import HEADER_SIZE, MAGIC
 
 #: The verdict field a decoded struct ends with: TRUE when the value decoded, else NULL.
 DECODED = "__timesync_decoded"

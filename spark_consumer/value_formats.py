@@ -1,7 +1,7 @@
 """``--value-format``: what the ordered topic's values are, resolved against the registry at plan time.
 
 ``json`` (the default) is the value as text, parsed with ``--value-schema``. ``avro`` and
-``protobuf`` are framed for a Schema Registry (:mod:`spark_consumer.framing`); their schemas
+``protobuf`` are framed for a Schema Registry (:mod:`timesync_wire.framing`); their schemas
 come from the registry for the topic's value subject, read once before Spark starts
 (:func:`plan_values`), so a wrong URL or subject costs no Spark start-up.
 

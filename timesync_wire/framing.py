@@ -10,9 +10,16 @@
 Only this framing is accepted. Apicurio's own serdes can also put the id in a Kafka header or
 write a different magic byte (its ``0x02``-style mode); such values are refused here as
 wrong framing rather than guessed at.
+
+Both halves read framing here, with the same limits: the sidecar through :func:`schema_id` and
+:func:`message_indexes` (a :class:`FramingError` says why a value is not framed, and becomes the
+reason of an invalid time), the Spark jobs through :func:`split` (``None``: the value does not
+decode). A value one half takes as framed, the other does too.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 MAGIC = 0
 #: Magic byte and schema id.
@@ -57,7 +64,10 @@ def _zigzag(n: int) -> int:
     return (n >> 1) ^ -(n & 1)
 
 
-#: Beyond this many message indexes the framing is taken as corrupt (real files nest a few deep).
+#: Beyond this many message indexes the framing is taken as corrupt. A path of indexes names a
+#: message nested that deep in its file's declarations: protoc refuses ``.proto`` text nested
+#: deeper than 32 levels, but a schema registered as a serialized descriptor has no such bound,
+#: and the protobuf runtime parses messages up to 100 deep; real files nest a few levels.
 MAX_MESSAGE_INDEXES = 100
 
 
@@ -100,3 +110,27 @@ def frame(schema: int, body: bytes, indexes: tuple[int, ...] | None = None) -> b
     """A framed value: header, message indexes (Protobuf only), body."""
     head = bytes([MAGIC]) + schema.to_bytes(4, "big")
     return head + (encode_message_indexes(indexes) if indexes is not None else b"") + body
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """A framed value taken apart: the schema id, the message indexes (``()`` when the format
+    has none), the body."""
+
+    schema_id: int
+    message_indexes: tuple[int, ...]
+    body: bytes
+
+
+def split(value: bytes | None, indexes: bool = False) -> Frame | None:
+    """``value`` taken apart (``indexes``: the format writes message indexes, as Protobuf does),
+    or ``None`` when it is not framed: the rules of :func:`schema_id` and :func:`message_indexes`."""
+    try:
+        sid = schema_id(value)
+        assert value is not None
+        if not indexes:
+            return Frame(sid, (), value[HEADER_SIZE:])
+        found, start = message_indexes(value)
+    except FramingError:
+        return None
+    return Frame(sid, found, value[start:])

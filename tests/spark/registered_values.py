@@ -11,9 +11,9 @@ from typing import Any
 
 import fastavro
 
-from spark_consumer import framing
 from spark_consumer.protobuf_rows import file_descriptor, message_descriptor
 from spark_consumer.protobuf_schema import compile_descriptor_set
+from timesync_wire import framing
 
 
 def register(url: str, subject: str, schema: str, schema_type: str = "AVRO") -> int:

@@ -21,7 +21,6 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_consumer import framing
 from spark_consumer.cli import main
 from spark_consumer.options import UsageError
 from spark_consumer.protobuf_rows import FramedDecoder, file_descriptor, message_descriptor, struct_type
@@ -35,6 +34,7 @@ from spark_consumer.schema_registry import (
 )
 from spark_consumer.value_formats import AvroValues, ProtobufValues, plan_values
 from tests.spark.fake_registry import fake_registry, versions
+from timesync_wire import framing
 
 V1 = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]})
 V2 = json.dumps(
@@ -47,44 +47,6 @@ V2 = json.dumps(
 COMMON = ["--bootstrap-servers", "127.0.0.1:1", "--topic", "t", "--checkpoint", "/tmp/unused"]
 AGGREGATE = ["aggregate", *COMMON, "--sink", "console", "--size", "5s", "--key-field", "a"]
 JOIN = ["join", *COMMON, "--sink", "console", "--left", "a", "--right", "b", "--within", "1s"]
-
-
-# --- framing ------------------------------------------------------------------------------------
-
-
-def test_an_avro_frame_is_magic_zero_a_big_endian_id_then_the_body() -> None:
-    value = b"\x00\x00\x00\x01\x02body"
-    assert framing.split(value) == framing.Frame(258, (), b"body")
-    assert framing.frame(258, b"body") == value
-
-
-@pytest.mark.parametrize(
-    ("value", "why"),
-    [
-        (None, "null"),
-        (b"\x00\x00\x00\x01", "four bytes"),
-        (b"\x01\x00\x00\x00\x01body", "magic 1"),
-        (b"", "empty"),
-    ],
-)
-def test_what_is_not_framed_gives_none(value: bytes | None, why: str) -> None:
-    assert framing.split(value) is None, why
-
-
-def test_protobuf_first_message_is_a_single_zero_byte_after_the_id() -> None:
-    value = b"\x00\x00\x00\x00\x07\x00body"
-    assert framing.split(value, protobuf=True) == framing.Frame(7, (0,), b"body")
-    assert framing.frame(7, b"body", (0,)) == value
-
-
-@pytest.mark.parametrize("indexes", [(1,), (0, 2), (3, 0, 1), (70,)])
-def test_protobuf_message_indexes_round_trip_as_zigzag_varints(indexes: tuple[int, ...]) -> None:
-    value = framing.frame(9, b"xy", indexes)
-    assert framing.split(value, protobuf=True) == framing.Frame(9, indexes, b"xy")
-
-
-def test_protobuf_indexes_that_run_off_the_end_are_not_framed() -> None:
-    assert framing.split(b"\x00\x00\x00\x00\x07\x80", protobuf=True) is None
 
 
 # --- subjects, settings, the client ----------------------------------------------------------

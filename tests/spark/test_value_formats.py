@@ -16,7 +16,6 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_consumer import framing
 from spark_consumer.cli import Plan, build_parser
 from spark_consumer.common_options import job_input
 from spark_consumer.jobs import JobOutput, aggregate, join, suppress
@@ -32,6 +31,7 @@ from spark_consumer.value_formats import AvroValues, plan_values
 from spark_consumer.values import with_data
 from tests.spark import registered_values
 from tests.spark.ordered_topic import OrderedRecord, Stamper
+from timesync_wire import framing
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.slow]
 

@@ -13,7 +13,6 @@ from google.protobuf import message_factory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spark_consumer import framing
 from spark_consumer.options import UsageError
 from spark_consumer.protobuf_rows import (
     MAX_DEPTH,
@@ -24,6 +23,7 @@ from spark_consumer.protobuf_rows import (
 )
 from spark_consumer.protobuf_schema import compile_descriptor_set
 from spark_consumer.value_limits import ValueLimits
+from timesync_wire import framing
 
 PROTO2 = """
 syntax = "proto2";

@@ -9,12 +9,14 @@ from hypothesis import strategies as st
 from timesync_wire.framing import (
     HEADER_SIZE,
     MAX_MESSAGE_INDEXES,
+    Frame,
     FramingError,
     encode_message_indexes,
     frame,
     message_indexes,
     read_varint,
     schema_id,
+    split,
 )
 
 
@@ -87,3 +89,21 @@ def test_any_bytes_are_framed_or_a_framing_error(value: bytes) -> None:
     assert all(i >= 0 for i in indexes)
     assert 0 < len(indexes) <= MAX_MESSAGE_INDEXES
     assert HEADER_SIZE < start <= len(value)
+
+
+# --- split: the framing as the Spark jobs read it --------------------------------------------------
+
+
+def test_split_takes_an_avro_value_apart_into_its_id_and_body() -> None:
+    assert split(b"\x00\x00\x00\x01\x02body") == Frame(258, (), b"body")
+
+
+@pytest.mark.parametrize("value", [None, b"\x00\x00\x00\x01", b"\x01\x00\x00\x00\x01body", b""])
+def test_split_gives_none_for_what_is_not_framed(value: bytes | None) -> None:
+    assert split(value) is None
+
+
+def test_split_reads_message_indexes_when_the_format_has_them() -> None:
+    assert split(b"\x00\x00\x00\x00\x07\x00body", indexes=True) == Frame(7, (0,), b"body")
+    assert split(frame(9, b"xy", (3, 0, 1)), indexes=True) == Frame(9, (3, 0, 1), b"xy")
+    assert split(b"\x00\x00\x00\x00\x07\x80", indexes=True) is None  # indexes run off the end
