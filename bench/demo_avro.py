@@ -22,7 +22,7 @@ from dataclasses import replace
 import fastavro
 import orjson
 
-from spark_consumer.schema_registry import RegistryClient, RegistrySettings
+from spark_consumer.schema_registry import RegistryClient, checked_settings
 from spark_consumer.value_formats import AvroValues, plan_values
 from testkit.local_broker import load_registry_launcher
 from testkit.workloads import Event
@@ -76,7 +76,7 @@ def register(url: str) -> tuple[int, AvroValues]:
     )
     with urllib.request.urlopen(request, timeout=10) as answer:
         schema_id = int(json.loads(answer.read())["id"])
-    values = plan_values("avro", RegistryClient(RegistrySettings(url)), SUBJECT)
+    values = plan_values("avro", RegistryClient(checked_settings(url)), SUBJECT)
     assert isinstance(values, AvroValues)
     return schema_id, values
 

@@ -28,7 +28,7 @@ from spark_consumer.schema_registry import (
     BASIC_AUTH_ENV,
     BEARER_TOKEN_ENV,
     RegistryClient,
-    RegistrySettings,
+    checked_settings,
     value_subject,
 )
 from spark_consumer.security import MECHANISMS, PROTOCOLS, KafkaSecurity
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
     from spark_consumer.sinks import SinkOptions
     from spark_consumer.source import SourceOptions
+    from timesync_wire.registry.settings import RegistrySettings
 
 
 class Parser(argparse.ArgumentParser):
@@ -267,7 +268,7 @@ def registry_settings(args: argparse.Namespace) -> RegistrySettings:
     if not args.schema_registry_url:
         raise UsageError(f"--schema-registry-url: required with --value-format {args.value_format}")
     basic, bearer = registry_credentials(args)
-    return RegistrySettings(args.schema_registry_url, basic, bearer, args.schema_registry_ssl_cafile)
+    return checked_settings(args.schema_registry_url, basic, bearer, args.schema_registry_ssl_cafile)
 
 
 def registry_values(args: argparse.Namespace) -> BinaryValues | None:

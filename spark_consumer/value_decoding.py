@@ -136,13 +136,14 @@ class WithVerdict:
 
 
 def protobuf_struct(values: ProtobufValues) -> StructType:
-    from spark_consumer.protobuf_rows import file_descriptor, message_descriptor, struct_type
+    from spark_consumer.protobuf_rows import struct_type
+    from timesync_wire.schemas import SchemaError
+    from timesync_wire.schemas.protobuf_files import load_file, message_at
 
-    message = message_descriptor(
-        file_descriptor(values.descriptor_set, values.file_name), values.message_indexes
-    )
-    if message is None:
-        raise UsageError(f"--value-format protobuf: subject {values.subject!r} defines no message")
+    try:
+        message = message_at(load_file(values.descriptor_set, values.file_name), values.message_indexes)
+    except SchemaError as e:
+        raise UsageError(f"--value-format protobuf: subject {values.subject!r}: {e}") from None
     return struct_type(message)
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from spark_consumer.options import UsageError
-from spark_consumer.schema_registry import RegistryClient, RegistryError, SchemaVersion
+from spark_consumer.schema_registry import RegistryClient, RegistryError, SubjectVersion
 
 ValueFormat = Literal["json", "avro", "protobuf"]
 VALUE_FORMATS: tuple[ValueFormat, ...] = ("json", "avro", "protobuf")
@@ -83,9 +83,7 @@ def plan_values(
         from timesync_wire.schemas.avro_references import standalone
 
         writers = {
-            v.id: standalone(v.schema, _referenced(client, v, {}))
-            for v in versions
-            if v.schema_type == "AVRO"
+            v.id: standalone(v.schema, client.referenced(v)) for v in versions if v.schema_type == "AVRO"
         }
         for v in versions:
             if v.id in writers:
@@ -94,13 +92,13 @@ def plan_values(
     from spark_consumer.protobuf_schema import compile_descriptor_set, message_path
 
     name = proto_file_name(latest)
-    descriptor_set = compile_descriptor_set(name, {**_referenced(client, latest, {}), name: latest.schema})
+    descriptor_set = compile_descriptor_set(name, {**client.referenced(latest), name: latest.schema})
     indexes, full_name = message_path(descriptor_set, name, message)
     ids = frozenset(v.id for v in versions)
     return ProtobufValues(subject, descriptor_set, name, ids, indexes, full_name)
 
 
-def _require_bounded(subject: str, version: SchemaVersion, schema: str) -> None:
+def _require_bounded(subject: str, version: SubjectVersion, schema: str) -> None:
     """:class:`UsageError` when a version's values could claim more items than any bound stops
     (:func:`spark_consumer.value_limits.unbounded_arrays`)."""
     from spark_consumer.value_limits import unbounded_arrays
@@ -115,18 +113,7 @@ def _require_bounded(subject: str, version: SchemaVersion, schema: str) -> None:
         )
 
 
-def proto_file_name(version: SchemaVersion) -> str:
+def proto_file_name(version: SubjectVersion) -> str:
     """The file name a subject's own .proto text is compiled under (references keep theirs)."""
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in version.subject)
     return f"{safe}.proto"
-
-
-def _referenced(client: RegistryClient, version: SchemaVersion, out: dict[str, str]) -> dict[str, str]:
-    """Every schema ``version`` references, and theirs in turn, by reference name: a Protobuf
-    reference by its import name, an Avro one by the full name of the type it defines."""
-    for ref in version.references:
-        if ref.name not in out:
-            referenced = client.version(ref.subject, ref.version)
-            out[ref.name] = referenced.schema
-            _referenced(client, referenced, out)
-    return out

@@ -30,6 +30,7 @@ REGISTRY_NAMES = SettingNames(
     cafile="schema.registry.ssl.cafile",
     credentials_instead="schema.registry.basic.auth.user.info (from a secret, as "
     "TIMESYNC_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO)",
+    credentials="schema.registry.basic.auth.user.info or schema.registry.bearer.auth.token",
     shown_in="/status, logs and errors",
 )
 

@@ -29,9 +29,12 @@ from timesync_wire.registry.answers import (
     reference_list,
     schema_text,
 )
+from timesync_wire.registry.urls import SettingNames
 
 MAX_CALL_S = 1.0
 WHERE = "https://registry.example:8081/apis/ccompat/v7"
+#: How the reasons name the settings (each half has its own names).
+NAMES = SettingNames("registry.url", "registry.cafile", "registry.user.info", "registry.credentials")
 
 SEEDS: list[bytes] = [
     json.dumps(
@@ -100,7 +103,7 @@ def check(answer: Answer) -> None:
     """One input: raises AssertionError (or whatever escaped) on a finding."""
     started = time.thread_time()  # CPU time: a loaded machine's scheduling is no finding
     try:
-        decoded = interpret(answer, "schema id 7", WHERE, 1.7e9, ("tok-secret",))
+        decoded = interpret(answer, "schema id 7", WHERE, 1.7e9, ("tok-secret",), names=NAMES)
         text, kind = schema_text(decoded, "schema id 7")
         refs = reference_list(decoded, "schema id 7")
     except RegistryError as e:

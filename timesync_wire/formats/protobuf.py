@@ -2,10 +2,9 @@
 
 The registry gives a schema as ``.proto`` text plus its references; the service compiles them
 into a ``FileDescriptorSet`` (:mod:`timesync_wire.schemas.protoc`) and :func:`protobuf_time_reader`
-builds, from that set alone, the message class the framing's message indexes name and checks
-the extractor's path against it. Each schema id gets its own descriptor pool: two versions of
-one subject define the same message names with different fields, and one shared pool would
-refuse the second.
+builds, from that set alone, the message class the framing's message indexes name (the wire
+layer's one walk, :func:`~timesync_wire.schemas.protobuf_files.message_at`; each set in a pool
+of its own) and checks the extractor's path against it.
 
 ``google.protobuf.Timestamp`` is read as what it is (seconds and nanos); other fields take the
 extractor's unit. A message field on the path that is not set is an invalid time, not 1970.
@@ -23,11 +22,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError
 
 from timesync_wire.schemas import SchemaError
+from timesync_wire.schemas.protobuf_files import load_file, message_at
 from timesync_wire.timevalues import TimeValueError, Unit, seconds_nanos_to_millis, to_millis
 
 TIMESTAMP = "google.protobuf.Timestamp"
@@ -85,24 +85,13 @@ def protobuf_time_reader(
     """The reader for the message at ``indexes`` of ``file_name`` in the serialized
     ``FileDescriptorSet``; :class:`SchemaError` when it has no such message or no time at
     ``path``, or when the set does not load (whatever the runtime raises: it says why)."""
+    message = message_at(load_file(descriptor_set, file_name), indexes)
     try:
-        files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set)
-        pool = descriptor_pool.DescriptorPool()
-        for proto in files.file:  # protoc writes dependencies before their dependents
-            pool.Add(proto)
-    except Exception as e:  # DecodeError, TypeError for a conflict, …: all mean "not loadable"
-        raise SchemaError(f"the compiled descriptors do not load: {type(e).__name__}: {_line(e)}") from None
-    for proto in files.file:
-        if proto.name == file_name:
-            break
-    else:
-        raise SchemaError(f"the descriptor set has no file {file_name}")
-    name = _message_name(proto, indexes)
-    try:
-        message = pool.FindMessageTypeByName(name)
         cls = message_factory.GetMessageClass(message)
     except Exception as e:  # a descriptor the pool took but cannot build
-        raise SchemaError(f"message {name} does not load: {type(e).__name__}: {_line(e)}") from None
+        raise SchemaError(
+            f"message {message.full_name} does not load: {type(e).__name__}: {_line(e)}"
+        ) from None
     fields: list[FieldDescriptor] = []
     desc: Descriptor | None = message
     for i, part in enumerate(path):
@@ -151,22 +140,3 @@ def _repeated(field: FieldDescriptor) -> bool:
     if isinstance(is_repeated, bool):
         return is_repeated
     return bool(getattr(field, "label", None) == FieldDescriptor.LABEL_REPEATED)
-
-
-def _message_name(file: descriptor_pb2.FileDescriptorProto, indexes: Sequence[int]) -> str:
-    """The full name of the message the indexes point at, in declaration order (which the
-    framing's indexes count in)."""
-    messages: Sequence[descriptor_pb2.DescriptorProto] = file.message_type
-    names = [file.package] if file.package else []
-    where = f"file {file.name}"
-    if not indexes:
-        raise SchemaError("empty message index")
-    for index in indexes:
-        if index >= len(messages):
-            raise SchemaError(
-                f"message index {list(indexes)} points past the {len(messages)} messages of {where}"
-            )
-        names.append(messages[index].name)
-        where = f"message {'.'.join(names)}"
-        messages = messages[index].nested_type
-    return ".".join(names)

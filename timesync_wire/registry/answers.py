@@ -30,11 +30,11 @@ from __future__ import annotations
 import email.utils
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
-from timesync_wire.registry.urls import shown_url
+from timesync_wire.registry.urls import SettingNames, shown_url
 
 #: The most of one answer that is read; a schema larger than this is refused, not buffered.
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
@@ -81,6 +81,14 @@ class RegisteredSchema:
     references: dict[str, str] = field(default_factory=dict)
 
 
+class Reference(NamedTuple):
+    """A schema another one references: its import name, and which subject version it is."""
+
+    name: str
+    subject: str
+    version: int
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """One HTTP answer as read: status, body (at most MAX_ANSWER_BYTES), whether that is all of
@@ -93,10 +101,20 @@ class Answer:
     location: str | None = None
 
 
-def interpret(answer: Answer, what: str, where: str, now: float, secrets: tuple[str, ...] = ()) -> Any:
-    """The decoded JSON object of a 200 answer for ``what`` (``schema id 7``), asked of ``where``
-    (the URL as shown); else the :class:`RegistryError` the table of the module says. ``now``:
-    wall-clock seconds (for a Retry-After date); ``secrets`` are never repeated in a reason."""
+def interpret(
+    answer: Answer,
+    what: str,
+    where: str,
+    now: float,
+    secrets: tuple[str, ...] = (),
+    *,
+    names: SettingNames,
+    expect: type[dict[str, Any]] | type[list[Any]] = dict,
+) -> Any:
+    """The decoded JSON object (or array: ``expect``) of a 200 answer for ``what`` (``schema id
+    7``), asked of ``where`` (the URL as shown); else the :class:`RegistryError` the table of the
+    module says. ``now``: wall-clock seconds (for a Retry-After date); ``secrets`` are never
+    repeated in a reason; ``names``: how the reasons name the half's settings."""
     status = answer.status
     if status == 200:
         if not answer.complete:
@@ -107,8 +125,9 @@ def interpret(answer: Answer, what: str, where: str, now: float, secrets: tuple[
             body = orjson.loads(answer.body)
         except (ValueError, RecursionError):
             body = None
-        if not isinstance(body, dict):
-            raise RegistryUnavailableError(f"{where} answered 200 for {what} with no JSON object")
+        if not isinstance(body, expect):
+            shape = "object" if expect is dict else "array"
+            raise RegistryUnavailableError(f"{where} answered 200 for {what} with no JSON {shape}")
         return body
     said = detail(answer.body, secrets)
     if status in (404, 410):
@@ -116,7 +135,7 @@ def interpret(answer: Answer, what: str, where: str, now: float, secrets: tuple[
     if status in (401, 403):
         raise RegistryRefusedError(
             f"the schema registry at {where} refused the credentials ({status}){said}; "
-            "check schema.registry.basic.auth.user.info or schema.registry.bearer.auth.token"
+            f"check {names.credentials}"
         )
     if status in (400, 422):
         raise SchemaUnreadableError(f"the registry refused the request for {what} ({status}){said}")
@@ -125,8 +144,8 @@ def interpret(answer: Answer, what: str, where: str, now: float, secrets: tuple[
         target = shown_url(answer.location or "") or "nowhere"
         raise RegistryUnavailableError(
             f"{where} redirected the request for {what} to {_printable(target)} ({status}); redirects "
-            "are not followed (the credentials go to schema.registry.url only): set "
-            "schema.registry.url to the address that answers",
+            f"are not followed (the credentials go to {names.url} only): set "
+            f"{names.url} to the address that answers",
             wait,
         )
     if status == 429:
@@ -144,7 +163,7 @@ def schema_text(body: Any, what: str) -> tuple[str, str]:
     return text, _printable(kind or "AVRO")[:40]
 
 
-def reference_list(body: Any, what: str) -> tuple[tuple[str, str, int], ...]:
+def reference_list(body: Any, what: str) -> tuple[Reference, ...]:
     """(import name, subject, version) of each reference a decoded answer lists."""
     refs = body.get("references") if isinstance(body, dict) else None
     if refs is None:
@@ -162,7 +181,7 @@ def reference_list(body: Any, what: str) -> tuple[tuple[str, str, int], ...]:
             raise RegistryUnavailableError(
                 f"the registry gave {what} a reference without name, subject and version"
             )
-        out.append((name, subject, version))
+        out.append(Reference(name, subject, version))
     return tuple(out)
 
 

@@ -33,12 +33,14 @@ LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost
 @dataclass(frozen=True, slots=True)
 class SettingNames:
     """How one half names the registry's settings in a message: the URL's and the CA file's
-    key or option, and where credentials go instead of the URL (and whether a URL is shown
-    in ``/status``)."""
+    key or option, where credentials go instead of the URL, which settings hold them, and where
+    a URL is shown."""
 
     url: str
     cafile: str
     credentials_instead: str
+    #: What to check when the registry refuses the credentials.
+    credentials: str
     shown_in: str = "logs and errors"
 
 

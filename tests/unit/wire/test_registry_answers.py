@@ -15,6 +15,7 @@ from timesync_wire.registry.answers import (
     MAX_REFERENCES,
     MAX_RETRY_AFTER_S,
     Answer,
+    Reference,
     RegistryError,
     RegistryRefusedError,
     RegistryUnavailableError,
@@ -25,9 +26,12 @@ from timesync_wire.registry.answers import (
     retry_after,
     schema_text,
 )
+from timesync_wire.registry.urls import SettingNames
 
 FUZZ = settings(max_examples=200, deadline=1000, suppress_health_check=[HealthCheck.too_slow])
 WHERE = "http://registry:8081/apis/ccompat/v7"
+#: How the reasons name the settings (each half has its own names).
+NAMES = SettingNames("registry.url", "registry.cafile", "registry.user.info", "registry.credentials")
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
@@ -67,10 +71,10 @@ statuses = st.one_of(
 headers = st.none() | st.text(max_size=40) | st.integers(-10, 10**15).map(str)
 
 
-def outcome(answer: Answer) -> tuple[str, str, tuple[tuple[str, str, int], ...]] | RegistryError:
+def outcome(answer: Answer) -> tuple[str, str, tuple[Reference, ...]] | RegistryError:
     """What the client makes of ``answer``: the schema's text, type and references, or the error."""
     try:
-        decoded = interpret(answer, "schema id 7", WHERE, 1e9)
+        decoded = interpret(answer, "schema id 7", WHERE, 1e9, names=NAMES)
         text, kind = schema_text(decoded, "schema id 7")
         return text, kind, reference_list(decoded, "schema id 7")
     except RegistryError as e:
@@ -143,7 +147,7 @@ def test_each_kind_of_answer_means_what_the_table_says(
     answer: Answer, kind: type[RegistryError], message: str
 ) -> None:
     with pytest.raises(kind) as caught:
-        interpret(answer, "schema id 7", WHERE, 1e9, secrets=("tok-99999",))
+        interpret(answer, "schema id 7", WHERE, 1e9, secrets=("tok-99999",), names=NAMES)
     assert message in str(caught.value)
     assert len(str(caught.value)) < len(message) + 400 + MAX_DETAIL
 
