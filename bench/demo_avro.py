@@ -23,7 +23,8 @@ import fastavro
 import orjson
 
 from spark_consumer.schema_registry import RegistryClient, checked_settings
-from spark_consumer.value_formats import AvroValues, plan_values
+from spark_consumer.value_decoders import plan_values
+from spark_consumer.value_formats import AvroValues
 from testkit.local_broker import load_registry_launcher
 from testkit.workloads import Event
 from timesync_wire import framing

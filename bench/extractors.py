@@ -11,9 +11,9 @@ amount, a currency, a channel, a note, a trace id and ``meta.{source, ts}`` — 
 **Path measured**: the core's, as the service drives it — ``parse_extractor(spec)``, then
 ``extract_all(records)`` over :class:`~sidecar.core.records.Record` objects. Avro and Protobuf
 values carry Confluent's framing (schema id 1); their schema is put in the extractor's cache as
-:class:`~sidecar.registry.resolver.SchemaResolver` puts it after the registry answered
-(``avro_time_reader`` on the schema text; ``protobuf_time_reader`` on the descriptors
-``compile_proto`` builds), so no registry and no I/O are in the loop.
+:class:`~sidecar.registry.resolver.SchemaResolver` puts it after the registry answered (the
+format's ``compile``, then its ``time_reader``: Avro's skip plan, Protobuf's plan), so no
+registry and no I/O are in the loop.
 
 **Figure**: the best of ``repeats`` passes over all ``n`` records, timed with
 ``time.process_time`` (CPU of this process): ``cpu_us_per_record`` = best / n, ``records_per_s``
@@ -34,10 +34,9 @@ from typing import Any
 import fastavro
 import orjson
 
-from sidecar.core import parse_extractor
+from sidecar.config.extractor import parse_extractor
 from sidecar.core.records import Record
-from sidecar.formats.extractor import SchemaTimestamp
-from timesync_wire.formats.avro import avro_time_reader
+from sidecar.extractors.framed import SchemaTimestamp
 from timesync_wire.formats.protobuf import protobuf_time_reader
 from timesync_wire.framing import frame
 from timesync_wire.schemas.protoc import MAIN_NAME, compile_proto
@@ -155,12 +154,11 @@ def cases(n: int, seed: int = 42) -> list[Case]:
     for spec in SPECS:
         extractor = parse_extractor(spec)
         if isinstance(extractor, SchemaTimestamp):
-            reader = (
-                avro_time_reader(json.dumps(AVRO_SCHEMA), extractor.path, extractor.unit)
-                if extractor.format == "avro"
-                else protobuf_time_reader(compiled, MAIN_NAME, (0,), extractor.path, extractor.unit)
-            )
-            extractor.schemas.put(SCHEMA_ID, reader, () if extractor.format == "avro" else (0,))
+            fmt = extractor.format
+            schema = compiled if fmt.message_indexes else fmt.compile(json.dumps(AVRO_SCHEMA), {})
+            indexes = (0,) if fmt.message_indexes else ()
+            reader = fmt.time_reader(extractor.path, extractor.unit, schema, indexes)
+            extractor.schemas.put(SCHEMA_ID, reader, indexes)
         records = [Record("orders", 0, i, timestamp=ts[i], value=v) for i, v in enumerate(values[spec])]
         out.append(Case(spec, extractor, records))
     return out

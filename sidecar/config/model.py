@@ -14,9 +14,11 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from sidecar.config.exposure import http_exposure
+from sidecar.config.extractor import extractor_format, parse_extractor
 from sidecar.config.sources import FileLayer, TimesyncEnv
-from sidecar.core import TaskConfig, parse_extractor
+from sidecar.core import TaskConfig
 from sidecar.core.readiness import IDLE_AUTO, IDLE_FOREVER
+from timesync_wire.formats import ValueFormat
 from timesync_wire.registry.urls import SettingNames, credentials_problem, shown_url, url_problem
 
 ENV_PREFIX = "TIMESYNC_"
@@ -151,11 +153,10 @@ class SidecarConfig(BaseSettings):
 
     @model_validator(mode="after")
     def _schema_registry(self) -> SidecarConfig:
-        reads_registry = self.timestamp_extractor.startswith(("avro:", "protobuf:"))
-        if reads_registry and not self.schema_registry_url:
-            kind = self.timestamp_extractor.partition(":")[0]
+        fmt = self.value_format
+        if fmt is not None and fmt.schema_type is not None and not self.schema_registry_url:
             raise ValueError(
-                f"timestamp.extractor={kind}:... needs schema.registry.url (its schemas come from there)"
+                f"timestamp.extractor={fmt.name}:... needs schema.registry.url (its schemas come from there)"
             )
         basic = bool(self.schema_registry_basic_auth_user_info.get_secret_value())
         bearer = bool(self.schema_registry_bearer_auth_token.get_secret_value())
@@ -325,6 +326,11 @@ class SidecarConfig(BaseSettings):
     @property
     def effective_group_id(self) -> str:
         return self.group_id or f"timesync-{self.output_topic}"
+
+    @property
+    def value_format(self) -> ValueFormat | None:
+        """The value format ``timestamp.extractor`` reads (``None``: the record's timestamp)."""
+        return extractor_format(self.timestamp_extractor)
 
     @property
     def late_topic(self) -> str | None:

@@ -32,8 +32,9 @@ import fastavro
 import orjson
 
 from sidecar.core.records import Record
-from sidecar.formats.extractor import INVALID, SchemaTimestamp, Unreadable
+from sidecar.extractors.framed import INVALID, SchemaTimestamp, Unreadable
 from testkit.fuzz.payloads import Finding, campaign, mutate, timed
+from timesync_wire.formats import FORMATS
 from timesync_wire.formats._avro_plan import CompiledPlan
 from timesync_wire.formats.avro import PlannedAvroReader, avro_time_reader
 from timesync_wire.formats.avro_plan import PlanError, run_plan
@@ -201,7 +202,7 @@ def check_body(reader: PlannedAvroReader, body: bytes, start: int = 0) -> None:
 
 def check_extractor(made: Case, values: list[bytes | None]) -> None:
     """The core's extractor on framed values: a time or -1 each, and a reason, never a raise."""
-    extractor = SchemaTimestamp("avro", made.path, made.unit)
+    extractor = SchemaTimestamp(FORMATS["avro"], made.path, made.unit)
     extractor.schemas.put(7, made.reader)
     for sid in extractor.schemas.missing(values):  # as the service resolves them before a push
         extractor.schemas.put(sid, Unreadable(f"the registry does not know schema id {sid} (404)"))

@@ -29,7 +29,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, ti
 from sidecar.kafka.admin import TopicSpec
 from spark_consumer.protobuf_rows import FramedDecoder
 from spark_consumer.schema_registry import RegistryClient, checked_settings
-from spark_consumer.value_formats import ProtobufValues, plan_values
+from spark_consumer.value_decoders import plan_values
+from spark_consumer.value_formats import ProtobufValues
 from testkit import kafka_io, ordered
 
 from .conftest import StartSidecar

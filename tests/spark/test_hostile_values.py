@@ -31,7 +31,7 @@ from spark_consumer.jobs.aggregate import AggregateOptions
 from spark_consumer.metrics import sum_drops
 from spark_consumer.options import AggSpec, WindowSpec
 from spark_consumer.protobuf_schema import compile_descriptor_set, message_path
-from spark_consumer.value_decoding import decoded_value, value_struct
+from spark_consumer.value_decoders import decoded_value, value_struct
 from spark_consumer.value_formats import AvroValues, BinaryValues, ProtobufValues
 from spark_consumer.value_limits import MAX_BYTES_KEY, MAX_ITEMS_KEY, ValueLimits
 from spark_consumer.values import with_data

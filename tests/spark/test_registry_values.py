@@ -32,7 +32,8 @@ from spark_consumer.schema_registry import (
     shown_url,
     value_subject,
 )
-from spark_consumer.value_formats import AvroValues, ProtobufValues, plan_values
+from spark_consumer.value_decoders import plan_values
+from spark_consumer.value_formats import AvroValues, ProtobufValues
 from tests.spark.fake_registry import fake_registry, versions
 from timesync_wire import framing
 from timesync_wire.schemas.protobuf_files import load_file, message_at

@@ -26,8 +26,8 @@ from spark_consumer.options import AggSpec, WindowSpec
 from spark_consumer.schema import load_schema
 from spark_consumer.schema_registry import RegistryClient, checked_settings, value_subject
 from spark_consumer.source import SourceOptions
-from spark_consumer.value_decoding import decoded_value, value_struct
-from spark_consumer.value_formats import AvroValues, plan_values
+from spark_consumer.value_decoders import decoded_value, plan_values, value_struct
+from spark_consumer.value_formats import AvroValues
 from spark_consumer.values import with_data
 from tests.spark import registered_values
 from tests.spark.ordered_topic import OrderedRecord, Stamper

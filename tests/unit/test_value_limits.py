@@ -11,7 +11,7 @@ import pytest
 from spark_consumer.options import UsageError
 from spark_consumer.schema_registry import RegistryClient, checked_settings
 from spark_consumer.session import SessionOptions, session_conf
-from spark_consumer.value_formats import plan_values
+from spark_consumer.value_decoders import plan_values
 from spark_consumer.value_limits import (
     AVRO_BYTES,
     AVRO_COLLECTION_ITEMS,

@@ -22,11 +22,13 @@ schema (its walks are loops, :mod:`timesync_wire.schemas.avro_schema`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 from timesync_wire.formats.avro_plan import compile_plan, run_plan
+from timesync_wire.formats.base import ValueFormat
 from timesync_wire.schemas import SchemaError
+from timesync_wire.schemas.avro_references import standalone
 from timesync_wire.schemas.avro_schema import NAMED_TYPES, Named, concrete, fullname, load, named_types
 from timesync_wire.schemas.avro_schema import short as _short
 from timesync_wire.schemas.avro_schema import validate as _validate
@@ -37,7 +39,7 @@ try:
 except ImportError:  # built without a C compiler: the plan runs in Python (same result, slower)
     CompiledPlan = None  # type: ignore[assignment,misc]
 
-__all__ = ["NAMED_TYPES", "PlannedAvroReader", "SchemaError", "avro_time_reader", "fullname"]
+__all__ = ["NAMED_TYPES", "AvroFormat", "PlannedAvroReader", "SchemaError", "avro_time_reader", "fullname"]
 
 _PRIMITIVE_TIMES = {"int", "long", "float", "double", "string"}
 _LOGICAL: dict[str, Kind] = {"timestamp-millis": "millis", "timestamp-micros": "micros"}
@@ -91,6 +93,22 @@ def avro_time_reader(schema_text: str, path: Sequence[str], unit: Unit) -> Plann
     plan = compile_plan(writer, path, named)
     _validate(writer)  # the registry may hold a schema that is not valid Avro
     return PlannedAvroReader(plan, path, kind, unit, long_field=base in ("int", "long"))
+
+
+class AvroFormat(ValueFormat):
+    """Avro binary framed for a Schema Registry: each id's writer schema (its references written
+    in, :func:`~timesync_wire.schemas.avro_references.standalone`) compiled into a skip plan."""
+
+    name: ClassVar[str] = "avro"
+    schema_type: ClassVar[str | None] = "AVRO"
+
+    def compile(self, text: str, references: Mapping[str, str]) -> str:
+        return standalone(text, references)
+
+    def time_reader(
+        self, path: Sequence[str], unit: Unit, schema: Any = None, indexes: Sequence[int] = ()
+    ) -> PlannedAvroReader:
+        return avro_time_reader(schema, path, unit)
 
 
 def _leaf_kind(writer: Any, path: Sequence[str], named: Named) -> tuple[Kind, str]:

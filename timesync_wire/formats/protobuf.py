@@ -66,6 +66,11 @@ class ProtobufTimeReader:
         self.unit: Unit = unit
         self.field = ".".join(self._names)
 
+    @property
+    def descriptor(self) -> Descriptor:
+        """The message type of the bodies this reads."""
+        return self._cls.DESCRIPTOR  # type: ignore[no-any-return]
+
     def millis(self, value: bytes, start: int = 0) -> int:
         """Event time of the body at ``value[start:]``; :class:`TimeValueError` or
         ``DecodeError`` when it has none."""

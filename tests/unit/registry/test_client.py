@@ -14,9 +14,9 @@ import pytest
 from aiohttp import web
 
 import sidecar
-from sidecar.core import parse_extractor
+from sidecar.config.extractor import parse_extractor
 from sidecar.core.records import Record
-from sidecar.formats.extractor import INVALID, SchemaTimestamp
+from sidecar.extractors.framed import INVALID, SchemaTimestamp
 from sidecar.registry.client import (
     MAX_CONCURRENT_REQUESTS,
     RegistryClient,

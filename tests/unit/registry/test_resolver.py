@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.core import parse_extractor
+from sidecar.config.extractor import parse_extractor
 from sidecar.core.records import Record
-from sidecar.formats.extractor import INVALID, SchemaTimestamp
-from sidecar.registry import resolver as resolver_module
+from sidecar.extractors.framed import INVALID, SchemaTimestamp
 from sidecar.registry.client import RegisteredSchema, RegistryUnavailableError, SchemaNotFoundError
 from sidecar.registry.resolver import UNREADABLE_TTL_S, SchemaResolver
 from tests.unit.wire.avro_data import ORDER_V1, encode, order, text
 from tests.unit.wire.proto_data import REFERENCES, SCHEMA, descriptor_set, payment, payment_class
+from timesync_wire.formats.avro import AvroFormat
 from timesync_wire.framing import frame
 
 
@@ -186,7 +186,7 @@ async def test_any_exception_while_compiling_caches_the_id_as_unreadable_with_it
     def broken(*args: object) -> None:
         raise error
 
-    monkeypatch.setattr(resolver_module, "avro_time_reader", broken)
+    monkeypatch.setattr(AvroFormat, "time_reader", broken)
     client = FakeClient({1: RegisteredSchema(text(ORDER_V1))})
     resolver, now, waits = clocked(client)
     extractor = avro_extractor()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.formats.extractor import SchemaCache, Unreadable
+from sidecar.extractors.schema_cache import SchemaCache, Unreadable
 from timesync_wire.framing import frame
 
 READER = Unreadable("stands for a reader")
@@ -26,7 +26,7 @@ ops = st.lists(
 def test_a_trim_keeps_the_most_recently_used_unexpired_entries_within_capacity(
     ops: list[tuple[str, object, object]], capacity: int
 ) -> None:
-    cache = SchemaCache("avro", capacity)
+    cache = SchemaCache(False, capacity)
     model: dict[int, float | None] = {}  # id → expiry, in use order (the reference)
     now = 0.0
     for op, arg, expires in ops:
@@ -54,7 +54,7 @@ def test_a_trim_keeps_the_most_recently_used_unexpired_entries_within_capacity(
 
 
 def test_protobuf_message_paths_are_bounded_like_ids() -> None:
-    cache = SchemaCache("protobuf", capacity=3)
+    cache = SchemaCache(True, capacity=3)
     for i in range(10):
         cache.put(7, READER, (i,))
     assert len(cache) == 10, "a batch may add more than capacity until the next trim"
@@ -63,7 +63,7 @@ def test_protobuf_message_paths_are_bounded_like_ids() -> None:
 
 
 def test_stale_expiry_rows_do_not_pile_up() -> None:
-    cache = SchemaCache("avro", capacity=10)
+    cache = SchemaCache(False, capacity=10)
     for round_ in range(1000):
         cache.put(1, READER, expires=float(round_ + 100))  # put again and again, before it expires
     cache.trim(0.0)

@@ -1,40 +1,21 @@
-"""``avro:<dotted.path>[:unit]`` and ``protobuf:<dotted.path>[:unit]``: event time from framed values.
+"""The core's cache of what reads each schema id: filled by the service, read by the extractor.
 
-:class:`SchemaTimestamp` is a core timestamp extractor (``extract_all`` / ``explain``) that never
-does I/O: it reads each value's schema id (Confluent's framing, :mod:`timesync_wire.framing`)
-and looks the id up in its :class:`SchemaCache`. The service fills that cache *before* it pushes
-a batch to the core — it asks :meth:`SchemaCache.missing` which ids of the batch are not known
-yet and resolves them through the registry — so by the time the core extracts, every id of the
-batch is either a reader or a known failure.
-
-A value is an invalid timestamp (the ``timestamp.invalid`` / ``errors.tolerance`` path) when its
-framing is wrong, when its schema id is unknown to the registry (404) or its schema has no time
-at the path, or when its body does not decode; the reason names the schema id and the field. An
-id the cache has never heard of (the service did not resolve it) is a programming error, not an
-invalid record: it raises, so it can never be dead-lettered by mistake.
+Bounded (see :class:`SchemaCache`); pure (no clock of its own: the service passes its time to
+:meth:`SchemaCache.trim`).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
-from typing import Any, Literal, Protocol
+from collections.abc import Iterable
+from typing import Any
 
-from sidecar.core.records import InputRecord
-from timesync_wire.formats.avro_plan import PlanError
-from timesync_wire.framing import HEADER_SIZE, MAGIC, FramingError, message_indexes, schema_id
-from timesync_wire.timevalues import UNITS, TimeValueError, Unit
-
-Format = Literal["avro", "protobuf"]
-INVALID = -1
+from timesync_wire.formats.base import TimeReader
+from timesync_wire.framing import HEADER_SIZE, MAGIC, FramingError, message_indexes
 
 
-class TimeReader(Protocol):
-    """What a schema id resolves to: reads event time in ms from a body."""
-
-    def millis(self, value: bytes, start: int = 0) -> int:
-        """Event time of the body at ``value[start:]`` (no slice copied where avoidable)."""
-        ...
+class UnreadableSchemaError(ValueError):
+    """The value's schema id gives no event time; the message is the :class:`Unreadable`'s reason."""
 
 
 class UnresolvedSchemaError(LookupError):
@@ -50,7 +31,7 @@ class Unreadable:
         self.reason = reason
 
     def millis(self, value: bytes, start: int = 0) -> int:
-        raise _UnreadableError(self.reason)
+        raise UnreadableSchemaError(self.reason)
 
 
 #: Entries kept per table (ids; Protobuf message paths) before the least recently used go.
@@ -73,8 +54,9 @@ class SchemaCache:
     (the service's per-fetch budget of new ids bounds it) until the next :meth:`trim`.
     """
 
-    def __init__(self, fmt: Format, capacity: int = CACHE_CAPACITY) -> None:
-        self.format: Format = fmt
+    def __init__(self, indexes: bool, capacity: int = CACHE_CAPACITY) -> None:
+        """``indexes``: the format's framing names a message of the schema's file (Protobuf)."""
+        self.indexes = indexes
         self.capacity = capacity
         # Plain dicts, in least-recently-used-first order: the Avro hot path reads _by_id directly.
         self._by_id: dict[int, TimeReader | Unreadable] = {}
@@ -93,7 +75,7 @@ class SchemaCache:
         each with the message indexes wanted (always ``{()}`` for Avro); the cached ones the
         values name become the most recently used. Values that are not framed are left to the
         extractor."""
-        if self.format == "avro":
+        if not self.indexes:
             return self._missing_ids(values)
         wanted: dict[int, set[tuple[int, ...]]] = {}
         by_id, by_message = self._by_id, self._by_message
@@ -144,7 +126,7 @@ class SchemaCache:
         :class:`Unreadable` without indexes marks every message of the id), as the most recently
         used; ``expires`` (on the service's clock): the first :meth:`trim` at or after it drops
         the entry, ``None`` keeps it until it is the least recently used beyond ``capacity``."""
-        table, key = (1, (sid, indexes)) if self.format == "protobuf" and indexes else (0, sid)
+        table, key = (1, (sid, indexes)) if self.indexes and indexes else (0, sid)
         entries: dict[Any, TimeReader | Unreadable] = self._by_message if table else self._by_id
         entries.pop(key, None)
         entries[key] = reader
@@ -180,7 +162,7 @@ class SchemaCache:
     def reader(self, sid: int, value: bytes) -> tuple[TimeReader | Unreadable, int]:
         """The reader of a framed value and where its body starts."""
         entry = self._by_id.get(sid)
-        if self.format == "avro" or entry is not None:
+        if not self.indexes or entry is not None:
             if entry is None:
                 raise UnresolvedSchemaError(f"schema id {sid} was not resolved before the push")
             return entry, HEADER_SIZE
@@ -197,103 +179,3 @@ def _touch(entries: dict[Any, Any], keys: Iterable[Any]) -> None:
     """Make ``keys`` the most recently used of ``entries`` (a dict kept in use order)."""
     for key in keys:
         entries[key] = entries.pop(key)
-
-
-class SchemaTimestamp:
-    """Event time read from Avro or Protobuf values framed for a Schema Registry."""
-
-    uses_record_time = False
-
-    def __init__(self, fmt: Format, path: Sequence[str], unit: Unit = "ms") -> None:
-        if not path or any(not part for part in path):
-            raise ValueError(f"empty field name in path {'.'.join(path)!r}")
-        self.format: Format = fmt
-        self.path = tuple(path)
-        self.unit: Unit = unit
-        self.field = ".".join(path)
-        self.schemas = SchemaCache(fmt)
-
-    def __repr__(self) -> str:
-        return f"{self.format}:{self.field}:{self.unit}"
-
-    def extract_all(self, records: Sequence[InputRecord]) -> list[int]:
-        if self.format == "avro":
-            return self._extract_all_avro(records)
-        out = []
-        for r in records:
-            try:
-                out.append(self._extract(r.value))
-            except UnresolvedSchemaError:
-                raise
-            except Exception:
-                out.append(INVALID)
-        return out
-
-    def _extract_all_avro(self, records: Sequence[InputRecord]) -> list[int]:
-        """:meth:`extract_all` for Avro, the hot path kept lean (the same rules as
-        :meth:`_extract`: framing, cached reader, its time)."""
-        by_id = self.schemas._by_id
-        from_bytes = int.from_bytes
-        out: list[int] = []
-        append = out.append
-        for r in records:
-            value = r.value
-            if value is None or len(value) < HEADER_SIZE or value[0] != MAGIC:
-                append(INVALID)
-                continue
-            reader = by_id.get(from_bytes(value[1:HEADER_SIZE], "big"))
-            if reader is None:
-                raise UnresolvedSchemaError(f"schema id {schema_id(value)} was not resolved before the push")
-            try:
-                append(reader.millis(value, HEADER_SIZE))
-            except Exception:
-                append(INVALID)
-        return out
-
-    def explain(self, record: InputRecord) -> str:
-        value = record.value
-        try:
-            sid = schema_id(value)
-        except FramingError as e:
-            return f"{self.format} framing: {e}; field {self.field} not read"
-        try:
-            self._extract(value)
-        except UnresolvedSchemaError:
-            raise
-        except Exception as e:
-            detail = (
-                str(e)
-                if isinstance(e, TimeValueError | FramingError | PlanError | _UnreadableError)
-                else f"{type(e).__name__}: {e}"
-            )
-            return f"schema id {sid}, field {self.field}: {detail}"
-        return "valid"
-
-    def _extract(self, value: bytes | None) -> int:
-        sid = schema_id(value)
-        assert value is not None
-        reader, start = self.schemas.reader(sid, value)
-        if isinstance(reader, Unreadable):
-            raise _UnreadableError(reader.reason)
-        return reader.millis(value, start)
-
-
-class _UnreadableError(ValueError):
-    pass
-
-
-def parse_schema_extractor(spec: str) -> SchemaTimestamp:
-    """``avro:<dotted.path>[:ms|s|us|iso]`` or ``protobuf:…``; ``ValueError`` saying why not."""
-    kind, _, rest = spec.partition(":")
-    if kind not in ("avro", "protobuf") or not rest:
-        raise ValueError(
-            f"expected 'avro:<dotted.path>[:unit]' or 'protobuf:<dotted.path>[:unit]', got {spec!r}"
-        )
-    path, _, unit = rest.partition(":")
-    unit = unit or "ms"
-    if unit not in UNITS:
-        raise ValueError(f"unknown unit {unit!r} in {spec!r}; allowed: {', '.join(UNITS)}")
-    parts = path.split(".")
-    if any(not p for p in parts):
-        raise ValueError(f"empty field name in path {path!r} of {spec!r}")
-    return SchemaTimestamp(kind, parts, unit)  # type: ignore[arg-type]  # both checked above

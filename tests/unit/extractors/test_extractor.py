@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.core import parse_extractor
+from sidecar.config.extractor import parse_extractor
 from sidecar.core.records import Record
-from sidecar.formats.extractor import INVALID, SchemaTimestamp, Unreadable, UnresolvedSchemaError
+from sidecar.extractors.framed import INVALID, SchemaTimestamp, Unreadable, UnresolvedSchemaError
 from tests.unit.wire.avro_data import ORDER_V1, ORDER_V2, encode, order, text
 from tests.unit.wire.proto_data import descriptor_set, payment, payment_class
 from timesync_wire.formats.avro import avro_time_reader
@@ -82,7 +82,7 @@ def test_protobuf_readers_are_kept_per_schema_id_and_message_index() -> None:
 @pytest.mark.parametrize(
     ("spec", "reason"),
     [
-        ("avro:", "expected 'avro:<dotted.path>\\[:unit\\]' or 'protobuf:"),
+        ("avro:", "or 'avro:<dotted.path>\\[:ms\\|s\\|us\\|iso\\]' or 'protobuf:.*, got 'avro:'"),
         ("protobuf:a..b", "empty field name"),
         ("avro:ts:ns", "unknown unit 'ns'"),
     ],
