@@ -10,7 +10,7 @@ No recursion: open arrays, maps and calls are frames on a stack held by the plan
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int64_t
+from libc.stdint cimport INT64_MIN, int64_t
 from libc.string cimport memcpy
 
 from timesync_wire._zigzag cimport ZIGZAG_OK, ZIGZAG_TOO_LONG, ZIGZAG_TRUNCATED, read_avro_long
@@ -106,10 +106,11 @@ cdef class CompiledPlan:
             pos[0] = _varint(buf, n, pos[0], &count)
             if count == 0:
                 return at + 3 + m
-            if count < 0:
+            if count < 0:  # its byte size: read, not trusted (avro_plan.py says why)
                 pos[0] = _varint(buf, n, pos[0], &v)
-                pos[0] = _advance(n, pos[0], v)
-                continue
+                if count == INT64_MIN:
+                    raise PlanError("block count beyond the body")
+                count = -count
             if (m or is_map) and count > n - pos[0]:
                 raise PlanError("block count beyond the body")
             if count > self.budget - self.work:

@@ -42,6 +42,12 @@ Opcodes, each followed by its operands (offsets ``d`` are relative to the op's o
 ====================  ==============================  ============================================
 
 Types whose values take no bytes (null, an empty fixed, records of those) compile to no ops.
+
+**A block that gives its byte size** (a negative count, then the size) is stepped through item by
+item, its size read and not trusted — as Java's Avro reads it (``BinaryDecoder`` ignores the size),
+and so Spark's ``from_avro``, and fastavro. Jumping over it by its size, as this plan once did,
+read the time from bodies whose size disagrees with their items, which the jobs then could not
+decode (``tests/spark/test_value_parity.py``).
 """
 
 from __future__ import annotations
@@ -284,10 +290,11 @@ def _block(plan: Sequence[int], at: int, buf: bytes, pos: int, run: list[Any]) -
         count, pos = _varint(buf, pos)
         if count == 0:
             return at + 3 + m, pos
-        if count < 0:  # a block that gives its byte size: jump over it
-            size, pos = _varint(buf, pos)
-            pos = _advance(buf, pos, size)
-            continue
+        if count < 0:  # a block that gives its byte size: read, not trusted (see the module)
+            _, pos = _varint(buf, pos)
+            if count == -(1 << 63):  # no 64-bit count of items (the C plan's rule too)
+                raise PlanError("block count beyond the body")
+            count = -count
         if (m or is_map) and count > len(buf) - pos:  # such items take at least a byte each
             raise PlanError("block count beyond the body")
         if count > run[2] - run[1]:

@@ -251,6 +251,22 @@ def test_items_of_no_bytes_count_as_work_a_block_of_2_62_is_refused_at_once(item
         both(plan, block_of(MAX_FREE_STEPS // 2) * 3 + b"\x00" + b"\x06")
 
 
+def test_a_block_that_gives_its_byte_size_is_read_item_by_item_as_java_reads_it() -> None:
+    """A negative count is followed by the block's size in bytes; Java's Avro (Spark's
+    from_avro) reads the items and ignores the size, and so does the plan: a size that
+    disagrees with the items changes nothing, and items that take no bytes count as work."""
+    schema = record("B", xs={"type": "array", "items": "long"}, ts="long")
+    plan = plan_of(schema, ["ts"])
+    items = varint(5) + varint(6)
+    for size in (len(items), 0, 1000):  # the right size, and two wrong ones
+        assert both(plan, varint(-2) + varint(size) + items + b"\x00" + varint(7)) == 7
+    nulls = plan_of(record("N", xs={"type": "array", "items": "null"}, ts="long"), ["ts"])
+    with pytest.raises(PlanError, match=WORK_MESSAGE):
+        both(nulls, varint(-((1 << 31) - 9)) + varint(0) + b"\x00" + varint(7))
+    with pytest.raises(PlanError, match="block count beyond the body"):
+        both(nulls, varint(-(1 << 63)) + varint(0) + b"\x00" + varint(7))
+
+
 def test_empty_records_named_again_take_no_steps_and_named_records_cost_a_call_each() -> None:
     point = record("P", x="int", e="Empty")
     schema = record("E", e=record("Empty"), first=point, ps={"type": "array", "items": "P"}, ts="long")
