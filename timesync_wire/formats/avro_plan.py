@@ -2,11 +2,9 @@
 
 Avro's binary encoding has no field tags or lengths for records: to reach ``meta.ts`` a reader
 must step over every field written before it. A general decoder (fastavro, even with a reader
-schema that keeps only the path) builds or resolves each of those values; measured on a 222 B
-order (see the note in ``docs/sidecar.md``) it costs as much as decoding everything. A *plan*
-compiled once per writer schema does only the stepping: "skip a varint, skip a length-prefixed
-string, skip 8 bytes, skip an array of (string, varint, 8 bytes) blocks, …, read a long", and
-stops at the field — whatever follows it is never looked at.
+schema of the path alone) builds or resolves each of those values, as costly as decoding it all
+(``docs/sidecar.md``). A *plan* compiled once per writer schema does only the stepping ("skip a
+varint, a length-prefixed string, 8 bytes, …, read a long") and stops at the field.
 
 :func:`compile_plan` turns a writer schema and a path into a plan (a tuple of ints), without
 recursion whatever the schema's depth. :func:`run_plan` here is the specification, in plain
@@ -44,10 +42,8 @@ Opcodes, each followed by its operands (offsets ``d`` are relative to the op's o
 Types whose values take no bytes (null, an empty fixed, records of those) compile to no ops.
 
 **A block that gives its byte size** (a negative count, then the size) is stepped through item by
-item, its size read and not trusted — as Java's Avro reads it (``BinaryDecoder`` ignores the size),
-and so Spark's ``from_avro``, and fastavro. Jumping over it by its size, as this plan once did,
-read the time from bodies whose size disagrees with their items, which the jobs then could not
-decode (``tests/spark/test_value_parity.py``).
+item, the size read and not trusted, as Java's Avro (so Spark's ``from_avro``) and fastavro read
+it: a body whose size disagrees with its items is decoded alike on both halves (the parity test).
 """
 
 from __future__ import annotations
@@ -258,9 +254,8 @@ def _empty_records(named: Named) -> set[str]:
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    """A zigzag-encoded long at ``pos``: (value, position after it). Ten bytes at most, the
-    tenth 0 or 1 — all a 64-bit value needs — as in ``timesync_wire/_zigzag.pxd``'s ``read_avro_long``:
-    a value the C plan would have to truncate is refused by both."""
+    """A zigzag-encoded long at ``pos``: (value, position after it); ten bytes at most, the tenth
+    0 or 1, as ``_zigzag.pxd``'s ``read_avro_long`` (a value C would truncate is refused by both)."""
     result = shift = 0
     while True:
         if pos >= len(buf):
@@ -282,9 +277,8 @@ def _advance(buf: bytes, pos: int, n: int) -> int:
 
 
 def _block(plan: Sequence[int], at: int, buf: bytes, pos: int, run: list[Any]) -> tuple[int, int]:
-    """Read the block counts of the array or map at ``at`` up to one with items: (pc, pos) of
-    its first item (its frame pushed), or past the array when it ends. ``run`` is
-    ``[frames, work, budget]``."""
+    """Read the block counts of the array or map at ``at`` up to one with items: (pc, pos) of its
+    first item (its frame pushed), or past the array at its end. ``run``: [frames, work, budget]."""
     m, is_map = plan[at + 1], plan[at] == SKIP_MAP
     while True:
         count, pos = _varint(buf, pos)
