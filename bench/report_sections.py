@@ -223,8 +223,8 @@ def extractors_e2e_section(results: dict[str, Any]) -> list[str]:
     results.json (or the ``extractors_e2e.json`` of ``python -m bench extractors-e2e``)."""
     lines = [
         f"The sidecar as a process draining {results['records']:,} records per extractor from one "
-        "partition of a local broker (Avro and Protobuf schemas from a local registry): records/s and "
-        "the sidecar's CPU per record over the middle half of the drain.",
+        "partition of a local broker (a format's schemas, where it has them, from a local registry): "
+        "records/s and the sidecar's CPU per record over the middle half of the drain.",
         "",
         "| `timestamp.extractor` | value bytes | records/s | CPU µs/record | over `record` µs/record |",
         "|---|---:|---:|---:|---:|",
