@@ -21,7 +21,7 @@ PYTEST_WORKERS ?= -n 2 --dist loadgroup
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all bootstrap demo test test-chaos lint format jars venv broker-start broker-stop registry registry-start registry-stop clean bench deploy-check deploy-tools prometheus
+.PHONY: all bootstrap demo test test-chaos lint format jars venv broker-start broker-stop registry registry-start registry-stop clean bench deploy-check deploy-tools prometheus config-surface
 
 all: test
 
@@ -105,6 +105,13 @@ lint: $(STAMP_PY)
 format: $(STAMP_PY)
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
+
+# What is generated from the sidecar's config model (sidecar/config/surface.py): the key table of
+# docs/sidecar.md and the `config` part of the Helm chart's values schema. Tests fail while either
+# is stale (tests/unit/test_docs.py, tests/deploy/test_helm_values.py).
+config-surface: $(STAMP_PY)
+	$(PY) -m sidecar config --format markdown --update docs/sidecar.md
+	$(PY) -m deploy.helm.values_schema
 
 # DEMO_FORMAT=avro: the same pipeline on Avro values through the local Schema Registry.
 DEMO_FORMAT ?= json

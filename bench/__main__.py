@@ -7,6 +7,7 @@ python -m bench readme [--results results/results.json] [--pending]
 python -m bench ab --baseline REV [--records N] [--rounds N] [--out DIR]
 python -m bench spark-knobs [--records N] [--keys N] [--out DIR]
 python -m bench live --workloads a,b --idle 0,100,auto [--rounds N] [--out DIR]
+python -m bench idle-backlog [--quick] [--rounds N] [--out DIR]
 """
 
 from __future__ import annotations

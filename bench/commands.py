@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from bench import scenarios
+from bench import idle_backlog, scenarios
 from bench.command import (
     Command,
     comma_list,
@@ -304,6 +304,13 @@ COMMANDS: tuple[Command, ...] = (
         "join and aggregate at other micro-batch sizes and shuffle partitions (bench/spark_knobs.py)",
         spark_knobs_arguments,
         spark_knobs_command,
+    ),
+    Command(
+        idle_backlog.COMMAND,
+        idle_backlog.HELP,
+        idle_backlog.add_arguments,
+        idle_backlog.run_command,
+        description=idle_backlog.DESCRIPTION,
     ),
     Command(
         "readme",

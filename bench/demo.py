@@ -4,7 +4,8 @@
 2. Ad impressions and clicks (4 + 4 partitions, about 100k records over 30 s) are produced
    live; one impressions partition lags: every second it writes the records of 8–9 s ago.
 3. The timesync sidecar merges them into one ordered topic (``max.task.idle.ms=2500``: longer
-   than the gap between the lagging partition's bursts, so it is waited for, not skipped).
+   than the gap between the lagging partition's bursts, so it is waited for, not skipped). When
+   the producers stop, the last records wait one idle at most; the demo prints that drain.
 4. While data flows, Spark counts impressions and clicks per ad over 5 s windows, live, on the
    ordered topic. Afterwards the same count runs twice more in micro-batches of two seconds of
    arrivals at the same watermark delay: over the raw inputs in the order a plain consumer
@@ -32,7 +33,7 @@ from typing import Any
 
 from rich.table import Table
 
-from bench import demo_avro
+from bench import demo_avro, demo_drain
 from bench.demo_arrivals import Arrivals, plot, watch, write_arrival_log
 from bench.demo_settings import (
     CLICKS,
@@ -66,6 +67,8 @@ class Outcome:
     status: dict[str, Any]
     dropped: dict[str, int]
     per_batch: int
+    #: Seconds from the producers' stop to the last record on the ordered topic (None: none came).
+    drain_s: float | None = None
     joined: int = 0
     finals: int = 0
 
@@ -115,7 +118,9 @@ def ad_traffic(schema_id: int | None, registry_url: str | None) -> list[Event]:
 
 async def drain(sidecar: SidecarProcess, total: int) -> None:
     """Wait (at most 60 s) until the sidecar has written all ``total`` records."""
-    with track("drain: the sidecar waits out each partition's idle time at the end", total=total) as task:
+    with track(
+        "drain: the last records wait one idle at most, from each partition's last arrival", total=total
+    ) as task:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             out = (await sidecar.status())["tasks"]["0"]["records_out"]
@@ -138,6 +143,7 @@ async def live(bootstrap: str, sidecar: SidecarProcess, spark: SparkPart, events
     ]
     with track("produce (live)", total=len(events), every_s=5) as task:
         await kafka_io.produce(bootstrap, events, paced=True, progress=task.update)
+    producers_stopped_ms = (time.monotonic() - t0) * 1000
     await drain(sidecar, len(events))
     with track("let the last windows close (heartbeats move Spark's watermark)", total=10, every_s=5) as task:
         for s in range(10):
@@ -147,7 +153,8 @@ async def live(bootstrap: str, sidecar: SidecarProcess, spark: SparkPart, events
     await asyncio.gather(*watchers)
     status = (await sidecar.status())["tasks"]["0"]
     dropped = await asyncio.to_thread(spark.stop_live)
-    return Outcome(raw, merged, status, dropped, spark.per_batch)
+    drained = demo_drain.drain_s(producers_stopped_ms, [at for at, _, _ in merged.rows])
+    return Outcome(raw, merged, status, dropped, spark.per_batch, drained)
 
 
 async def spark_afterwards(bootstrap: str, spark: SparkPart, outcome: Outcome) -> None:
@@ -216,6 +223,7 @@ async def run(
     stopped = await sidecar.stop()
     await spark_afterwards(bootstrap, spark, outcome)
     console.print(summary(outcome))
+    console.print(demo_drain.line(outcome.drain_s, IDLE_MS))
     plot(outcome.raw, outcome.merged, OUT / "event-time-vs-arrival.png")
     console.print(f"plot: {OUT / 'event-time-vs-arrival.png'}   sidecar log: {sidecar.log_path}")
     merged_late, _ = workloads.out_of_order(outcome.merged.timestamps)

@@ -22,10 +22,14 @@ without a token (:func:`http_exposure`), SSL or SASL settings that the chosen
 ``security.protocol`` would ignore, and a schema registry URL that would show or leak its
 credentials (:mod:`timesync_wire.registry.urls`).
 
-The package, by what each part holds: ``model`` (the keys, their defaults and validation),
-``exposure`` (who may reach the acting endpoints), ``files`` (``.properties`` and YAML),
-``environment`` (``TIMESYNC_*`` variables and Kubernetes' service links), ``secrets`` (keeping
-secrets out of messages) and ``loading`` (the three sources into one model, one-line errors).
+The package, by what each part holds: ``model`` (the keys, their defaults, meanings and
+validation), ``forms`` (what a key accepts beyond its type: validator, words and JSON Schema),
+``surface`` (every key's row and the JSON Schema, derived from the model), ``listing``
+(``timesync-sidecar config``), ``extractor`` (``timestamp.extractor`` into the core's extractor,
+through the table of value formats), ``exposure`` (who may reach the acting endpoints), ``files``
+(``.properties`` and YAML), ``environment`` (``TIMESYNC_*`` variables and Kubernetes' service
+links), ``secrets`` (keeping secrets out of messages) and ``loading`` (the three sources into one
+model, one-line errors).
 """
 
 from __future__ import annotations

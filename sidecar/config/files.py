@@ -24,7 +24,7 @@ def field_for(key: str, source: str) -> str:
         if quoted is None:
             raise ConfigError(
                 f"config error: unknown key (from {source}), not shown: a single word like no key of "
-                "the sidecar may be a misplaced value; the keys are listed in docs/sidecar.md"
+                "the sidecar may be a misplaced value; `timesync-sidecar config` lists the keys"
             )
         hint = close_key(first)
         suffix = f"; did you mean {hint}?" if hint else ""

@@ -90,6 +90,18 @@ def _fields(record: Any) -> tuple[Any, ...]:
     )
 
 
+def _past_the_position(records: list[Any]) -> list[Any]:
+    """aiokafka's records as a consumer takes them: a record whose offset is not past the one
+    before it (a batch whose record offsets lie, CRC and all) is skipped, as Kafka's Java
+    consumer skips a record below its fetch position; aiokafka hands it out, going back."""
+    out, position = [], -1
+    for record in records:
+        if record.offset > position:
+            out.append(record)
+            position = record.offset
+    return out
+
+
 def check(data: bytes, rng: random.Random, limit: int = LIMIT, max_call_s: float = 2.0) -> Outcome:
     """Read ``data`` with the reader, in chunks of random sizes, and hold it to its promises
     (the module's docstring); raises :class:`FuzzFailure` if it breaks one."""
@@ -98,7 +110,7 @@ def check(data: bytes, rng: random.Random, limit: int = LIMIT, max_call_s: float
     verdict: UnreadableRecords | None = None
     slowest = 0.0
     while True:
-        began = time.perf_counter()
+        began = time.thread_time()  # CPU time: a loaded machine's scheduling is no finding
         try:
             chunk = reader.take(rng.randrange(1, 40))
         except UnreadableRecords as e:
@@ -107,7 +119,7 @@ def check(data: bytes, rng: random.Random, limit: int = LIMIT, max_call_s: float
         except BaseException as e:
             raise FuzzFailure(f"the reader raised {type(e).__name__}: {e}") from e
         finally:
-            slowest = max(slowest, time.perf_counter() - began)
+            slowest = max(slowest, time.thread_time() - began)
         if slowest > max_call_s:
             raise FuzzFailure(f"one call took {slowest:.3f} s")
         got += chunk
@@ -126,7 +138,7 @@ def check(data: bytes, rng: random.Random, limit: int = LIMIT, max_call_s: float
         return Outcome(len(got), None, None, slowest)
     reference = PartitionRecords(TP, MemoryRecords(data), [], 0, None, None, True, 0)
     try:
-        expected = list(reference)
+        expected = _past_the_position(list(reference))
     except Exception:
         return Outcome(len(got), None, None, slowest)  # we read more than aiokafka can (raw keys)
     if [_fields(r) for r in got] != [_fields(r) for r in expected]:
@@ -219,6 +231,8 @@ def campaign(inputs: int, seed: int, max_call_s: float, jobs: int = 1, out: Any 
             results = map(_stretch, stretches)
         for tally in results:
             total.add(tally)
+            for failure in tally.failures:  # at once: a long campaign's finding must not wait
+                print(f"FOUND {failure}", file=out, flush=True)
             now = time.monotonic()
             if now - last >= (0.5 if tty else 10.0):
                 last = now

@@ -234,7 +234,7 @@ def test_a_key_with_no_close_match_gets_no_hint() -> None:
     # A single word like no key is not quoted: it may be a value in a key's place (issue 32).
     assert error(*REQUIRED, "zzzz=1") == (
         "config error: unknown key (from --set), not shown: a single word like no key of the sidecar "
-        "may be a misplaced value; the keys are listed in docs/sidecar.md"
+        "may be a misplaced value; `timesync-sidecar config` lists the keys"
     )
 
 

@@ -218,6 +218,18 @@ def test_a_schema_the_walks_cannot_read_is_a_schema_error_with_a_reason(
     assert "\n" not in str(caught.value)
 
 
+def test_a_reason_quoting_a_name_with_a_line_break_or_control_bytes_stays_one_line() -> None:
+    """Found by ``python -m testkit.fuzz.avro`` (seed lead-main, input 8761683): a type named with
+    a line break in it gave a reason of two lines, which a dead letter header and the sidecar's
+    one-line error cannot be."""
+    schema = record("E", a="stri$\x7f\x00\ng", ts="long")
+    with pytest.raises(SchemaError) as caught:
+        avro_time_reader(json.dumps(schema), ["ts"], "ms")
+    message = str(caught.value)
+    assert message.isprintable()
+    assert "stri$\\x7f\\x00\\ng" in message
+
+
 @pytest.mark.timeout(20)
 def test_schemas_that_walked_into_a_loop_or_past_the_recursion_limit_now_give_a_reader() -> None:
     # A record named "record": the old name lookup followed it to itself for ever.
