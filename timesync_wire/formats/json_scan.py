@@ -1,10 +1,10 @@
 """Event time at a dotted path of a JSON document, found without building the document.
 
-``json:meta.ts`` today (``sidecar.core.timestamps.JsonTimestamp``) decodes the whole value with
-orjson and walks the dicts. :func:`locate` here is the specification of a scanner that reaches
-the same verdict in one pass over the bytes, building nothing but the leaf; ``_json_scan.pyx``
-runs the same pass in C. A differential test holds the C to this module, and a test against
-orjson and today's extractor holds this module to them (``tests/unit/wire/``).
+``json:meta.ts`` once decoded the whole value with orjson and walked the dicts. :func:`locate`
+here is the specification of a scanner that reaches the same verdict in one pass over the bytes,
+building nothing but the leaf; ``_json_scan.pyx`` runs the same pass in C (the ``json`` format's
+reader, :mod:`.json`). A differential test holds the C to this module, and a test against orjson
+holds this module to its verdicts (``tests/unit/wire/``).
 
 **The document must be JSON as orjson reads it**, because today's extractor rejects whatever
 orjson rejects. Measured on orjson 3.13, each rule kept by a test:
