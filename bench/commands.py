@@ -98,6 +98,7 @@ def core_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 def extractors_arguments(ext: argparse.ArgumentParser) -> None:
     ext.add_argument("--records", type=int, default=200_000, help="records per extractor")
     ext.add_argument("--repeats", type=int, default=7, help="passes per extractor (the best counts)")
+    ext.add_argument("--quick", action="store_true", help="3 passes over 20,000 records (a smoke run)")
     ext.add_argument("--out", type=Path, default=RESULTS, help="where extractors.json and .md go")
 
 
@@ -105,7 +106,7 @@ def extractors_command(args: argparse.Namespace, parser: argparse.ArgumentParser
     from bench import extractors
     from bench.report import extractors_section
 
-    measured = extractors.run(args.records, args.repeats)
+    measured = extractors.run(20_000, 3) if args.quick else extractors.run(args.records, args.repeats)
     return write_outputs(args.out, "extractors", measured, "\n".join(extractors_section(measured)))
 
 
