@@ -2,7 +2,8 @@
 
 python -m bench run [--quick] [--out DIR] [--seed N] [--workloads a,b] [--no-spark] [--no-live] [--no-curves]
 python -m bench core [--records N] [--quick] [--out DIR]
-python -m bench extractors [--records N] [--repeats N] [--out DIR]
+python -m bench extractors [--records N] [--repeats N] [--quick] [--out DIR]
+python -m bench extractors-e2e [--records N] [--quick] [--out DIR]
 python -m bench readme [--results results/results.json] [--pending]
 python -m bench ab --baseline REV [--records N] [--rounds N] [--out DIR]
 python -m bench spark-knobs [--records N] [--keys N] [--out DIR]

@@ -238,19 +238,21 @@ async def wait_for_count(
         await consumer.stop()
 
 
+def crossing(samples: Sequence[tuple[int, int]], level: float) -> float | None:
+    """The wall-clock ms at which the count first reached ``level``, interpolated between the
+    end-offset samples (wall ms, count) around it; ``None`` if the samples never cross it."""
+    for (t0, n0), (t1, n1) in itertools.pairwise(samples):
+        if n0 < level <= n1:
+            return t0 + (t1 - t0) * (level - n0) / (n1 - n0)
+    return None
+
+
 def steady_rate(
     samples: Sequence[tuple[int, int]], total: int, low: float = 0.25, high: float = 0.75
 ) -> float | None:
     """Records/s while the output grew from ``low`` to ``high`` of ``total`` (interpolated from
     end-offset samples): the rate once start-up and warm-up (a JVM's JIT) are behind."""
-
-    def crossing(level: float) -> float | None:
-        for (t0, n0), (t1, n1) in itertools.pairwise(samples):
-            if n0 < level <= n1:
-                return t0 + (t1 - t0) * (level - n0) / (n1 - n0)
-        return None
-
-    a, b = crossing(low * total), crossing(high * total)
+    a, b = crossing(samples, low * total), crossing(samples, high * total)
     if a is None or b is None or b <= a:
         return None
     return (high - low) * total / ((b - a) / 1000)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -97,6 +98,7 @@ def core_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 def extractors_arguments(ext: argparse.ArgumentParser) -> None:
     ext.add_argument("--records", type=int, default=200_000, help="records per extractor")
     ext.add_argument("--repeats", type=int, default=7, help="passes per extractor (the best counts)")
+    ext.add_argument("--quick", action="store_true", help="3 passes over 20,000 records (a smoke run)")
     ext.add_argument("--out", type=Path, default=RESULTS, help="where extractors.json and .md go")
 
 
@@ -104,8 +106,35 @@ def extractors_command(args: argparse.Namespace, parser: argparse.ArgumentParser
     from bench import extractors
     from bench.report import extractors_section
 
-    measured = extractors.run(args.records, args.repeats)
+    measured = extractors.run(20_000, 3) if args.quick else extractors.run(args.records, args.repeats)
     return write_outputs(args.out, "extractors", measured, "\n".join(extractors_section(measured)))
+
+
+def extractors_e2e_arguments(e2e: argparse.ArgumentParser) -> None:
+    e2e.add_argument("--records", type=int, default=1_000_000, help="records per extractor")
+    e2e.add_argument("--quick", action="store_true", help="100,000 records per extractor (a smoke run)")
+    e2e.add_argument("--out", type=Path, default=RESULTS, help="where extractors_e2e.json and .md go")
+
+
+def extractors_e2e_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import asyncio
+
+    from bench import extractors_e2e
+    from bench.demo_avro import registry
+    from bench.report_sections import extractors_e2e_section
+    from testkit.local_broker import kafka
+
+    quiet_kafka_logs()
+    n = 100_000 if args.quick else args.records
+    logs = args.out / "extractors-e2e-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with kafka() as bootstrap, registry() as registry_url:
+        measured = asyncio.run(extractors_e2e.run(bootstrap, registry_url, n, logs))
+    measured["quick"] = bool(args.quick)
+    measured["load_average_at_end"] = list(os.getloadavg())
+    load = ", ".join(f"{x:.2f}" for x in measured["load_average_at_end"])
+    table = "\n".join([*extractors_e2e_section(measured), "", f"Load average at the end: {load}."])
+    return write_outputs(args.out, "extractors_e2e", measured, table)
 
 
 # -- ab: this checkout against another revision ------------------------------------------------
@@ -246,6 +275,15 @@ COMMANDS: tuple[Command, ...] = (
         "CPU per record of timestamp.extractor record, json:, avro:, protobuf: (no broker)",
         extractors_arguments,
         extractors_command,
+    ),
+    Command(
+        "extractors-e2e",
+        "records/s and CPU per record of the sidecar draining record, json:, avro:, protobuf: values",
+        extractors_e2e_arguments,
+        extractors_e2e_command,
+        description="The sidecar as a process on one broker (KAFKA_BOOTSTRAP_SERVERS, else a local one) "
+        "and a registry (SCHEMA_REGISTRY_URL, else a local Apicurio), draining the same ~250 B records "
+        "with each timestamp.extractor in turn. Writes extractors_e2e.json and .md. See bench/README.md.",
     ),
     Command(
         "ab",

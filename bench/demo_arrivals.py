@@ -14,7 +14,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from bench.axes import plain_ticks
 from bench.demo_settings import RAW_ARRIVALS
-from sidecar.core.stamping import SOURCE_OFFSET, SOURCE_PARTITION, SOURCE_TOPIC
+from timesync_wire.headers import SOURCE_OFFSET, SOURCE_PARTITION, SOURCE_TOPIC
 
 
 @dataclass

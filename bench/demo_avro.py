@@ -22,11 +22,12 @@ from dataclasses import replace
 import fastavro
 import orjson
 
-from spark_consumer import framing
-from spark_consumer.schema_registry import RegistryClient, RegistrySettings
-from spark_consumer.value_formats import AvroValues, plan_values
+from spark_consumer.schema_registry import RegistryClient, checked_settings
+from spark_consumer.value_decoders import plan_values
+from spark_consumer.value_formats import AvroValues
 from testkit.local_broker import load_registry_launcher
 from testkit.workloads import Event
+from timesync_wire import framing
 
 FORMATS = ("json", "avro")
 SUBJECT = "demo.ad-value"
@@ -66,17 +67,23 @@ def registry() -> Iterator[str]:
         local.stop()
 
 
-def register(url: str) -> tuple[int, AvroValues]:
-    """Register the ad schema under :data:`SUBJECT`: its id, and the jobs' decoding plan."""
+def register_schema(url: str, subject: str, schema: str, schema_type: str = "AVRO") -> int:
+    """Register ``schema`` (of ``schema_type``: ``AVRO``, ``PROTOBUF``, ``JSON``) under
+    ``subject`` of the registry at ``url``; the id the registry gave it."""
     request = urllib.request.Request(
-        f"{url}/subjects/{SUBJECT}/versions",
-        data=json.dumps({"schema": AD_SCHEMA}).encode(),
+        f"{url}/subjects/{subject}/versions",
+        data=json.dumps({"schema": schema, "schemaType": schema_type}).encode(),
         headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
         method="POST",
     )
     with urllib.request.urlopen(request, timeout=10) as answer:
-        schema_id = int(json.loads(answer.read())["id"])
-    values = plan_values("avro", RegistryClient(RegistrySettings(url)), SUBJECT)
+        return int(json.loads(answer.read())["id"])
+
+
+def register(url: str) -> tuple[int, AvroValues]:
+    """Register the ad schema under :data:`SUBJECT`: its id, and the jobs' decoding plan."""
+    schema_id = register_schema(url, SUBJECT, AD_SCHEMA)
+    values = plan_values("avro", RegistryClient(checked_settings(url)), SUBJECT)
     assert isinstance(values, AvroValues)
     return schema_id, values
 

@@ -60,7 +60,7 @@ class SparkPart:
         from spark_consumer.options import AggSpec, WindowSpec
         from spark_consumer.schema import load_schema
         from spark_consumer.source import SourceOptions
-        from spark_consumer.value_decoding import value_struct
+        from spark_consumer.value_decoders import value_struct
 
         if self.values is None:
             schema = load_schema("imp STRING, ad STRING, ts BIGINT")

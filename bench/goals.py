@@ -56,7 +56,7 @@ def goals(results: dict[str, Any]) -> dict[str, Any]:
         "spark_fewer_drops_on_ordered_topic": spark_drops_goal(results),
         **suppress_goals(results.get("spark_jobs")),
         "idle_auto_not_beaten_by_a_fixed_setting": idle_auto_goal(results),
-        "extractor_avro_over_record": extractor_goal(results),
+        "extractors_over_record": extractor_goal(results),
     }
 
 
@@ -186,12 +186,17 @@ def idle_auto_goal(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def extractor_goal(results: dict[str, Any]) -> dict[str, Any]:
-    """``avro:`` costs at most its target over ``record`` (bench.extractors)."""
+    """``json:``, ``avro:`` and ``protobuf:`` each cost at most the target over ``record``
+    (bench.extractors): ``added_us_per_record`` per extractor, ``met`` when all are within it."""
     ex = results.get("extractors")
+    if not ex:
+        return {"added_us_per_record": None, "target_us_per_record": None, "met": None}
+    # A run of before issue 33 measured avro: alone.
+    added = ex.get("added_us_per_record") or {"avro:meta.ts": ex["avro_added_us_per_record"]}
     return {
-        "added_us_per_record": ex["avro_added_us_per_record"] if ex else None,
-        "target_us_per_record": ex["target_avro_added_us_per_record"] if ex else None,
-        "met": _met(ex["met"] if ex else None),
+        "added_us_per_record": added,
+        "target_us_per_record": ex["target_avro_added_us_per_record"],
+        "met": _met(ex["met"]),
     }
 
 

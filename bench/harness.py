@@ -6,9 +6,12 @@ The phases, in this order, all on the same broker:
    ``timestamp.extractor`` costs per record;
 1. **throughput** (:mod:`bench.throughput`) — per record shape, a backlog written up front that
    every system drains from the beginning, beside Kafka's own tools (the ceiling);
-2. **curves** (:mod:`bench.curves`) — the same drain over more partitions and larger records;
-3. **live** (:mod:`bench.live`) — every workload written at its arrival times, per system;
-4. **spark** (:mod:`bench.spark_bench`, :mod:`bench.spark_rates`) — the raw inputs against the
+2. **extractors_e2e** (:mod:`bench.extractors_e2e`) — the sidecar draining the same records with
+   each ``timestamp.extractor``: records/s and CPU per record end to end (a registry started for
+   ``avro:`` and ``protobuf:``);
+3. **curves** (:mod:`bench.curves`) — the same drain over more partitions and larger records;
+4. **live** (:mod:`bench.live`) — every workload written at its arrival times, per system;
+5. **spark** (:mod:`bench.spark_bench`, :mod:`bench.spark_rates`) — the raw inputs against the
    ordered topic, and each Spark job's own rate.
 
 :func:`run` runs them and assembles ``results.json`` (its schema: bench/README.md and
@@ -31,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import ceiling as bench_ceiling
-from bench import curves, extractors
+from bench import curves, extractors, extractors_e2e
 from bench.environment import environment
 from bench.live import live_phase
 from bench.plan import Plan
@@ -64,16 +67,14 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
     shutil.rmtree(log_dir, ignore_errors=True)
     log_dir.mkdir(parents=True)
     console.print(f"[bold]timesync bench[/] run {tag} ({'quick' if p.quick else 'full'}), broker {bootstrap}")
-    from bench.peers.kafka_streams import build
-
     clock = PhaseClock()
-    with track("kafka streams peer: build (cached)", total=None), clock.phase("kafka_streams_build"):
-        build()
-        bench_ceiling.fetch_tools()
+    build_tools(clock)
     with clock.phase("extractors"), track("timestamp extractors (in-process)", total=None):
         extractor_costs = extractors.run(p.extractor_records, p.extractor_repeats, p.seed)
     with clock.phase("throughput"):
         throughput = await throughput_phase(bootstrap, tag, p, log_dir)
+    with clock.phase("extractors_e2e"), track("timestamp extractors (end to end)", total=None):
+        extractors_end_to_end = await extractors_e2e.e2e_phase(bootstrap, p, log_dir)
     cost_curves = None
     if p.curves:
         with clock.phase("curves"):
@@ -109,11 +110,21 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
         "spark": spark,
         "spark_jobs": spark_jobs,
         "extractors": extractor_costs,
+        "extractors_e2e": extractors_end_to_end,
     }
     from bench.goals import goals
 
     results["goals"] = goals(results)
     return results
+
+
+def build_tools(clock: PhaseClock) -> None:
+    """The Kafka Streams peer's jar and Kafka's perf tools (built or fetched once, then cached)."""
+    from bench.peers.kafka_streams import build
+
+    with track("kafka streams peer: build (cached)", total=None), clock.phase("kafka_streams_build"):
+        build()
+        bench_ceiling.fetch_tools()
 
 
 async def spark_phases(

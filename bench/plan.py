@@ -59,6 +59,11 @@ class Plan:
     # timestamp.extractor costs (bench.extractors): in-process, no broker; ~1 s at --quick's sizes
     extractor_records: int = 200_000
     extractor_repeats: int = 7
+    # The extractors end to end (bench.extractors_e2e): the sidecar as a process draining the
+    # same records with each of these, one after the other; ``avro:`` and ``protobuf:`` read a
+    # registry, which the phase starts (about 20 s). Empty: the phase does not run.
+    extractor_e2e_specs: tuple[str, ...] = ("record", "json:meta.ts", "avro:meta.ts", "protobuf:meta.ts")
+    extractor_e2e_records: int = 1_000_000
 
 
 def systems(idles: Sequence[str], ks_idles: Sequence[str]) -> tuple[SystemSpec, ...]:
@@ -141,6 +146,10 @@ def _quick_plan(flags: RunFlags) -> Plan:
         spark_state=False,
         extractor_records=20_000,
         extractor_repeats=3,
+        # No registry in --quick (its start alone would be 20 s more): the phase runs, on the two
+        # extractors that need none, at a size that shows it works and measures nothing.
+        extractor_e2e_specs=("record", "json:meta.ts"),
+        extractor_e2e_records=20_000,
     )
 
 

@@ -15,7 +15,12 @@ from typing import Any
 from bench import idle_auto
 from bench.formatting import CURVE_LABELS, GROWTH_WORDS, fmt
 from bench.report import markdown
-from bench.report_sections import curves_section, extractors_section, spark_jobs_section
+from bench.report_sections import (
+    curves_section,
+    extractors_e2e_section,
+    extractors_section,
+    spark_jobs_section,
+)
 
 BLOCK = re.compile(r"(<!-- bench:(?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)", re.S)
 READMES = ("README.md", "bench/README.md", "deploy/README.md")
@@ -185,14 +190,23 @@ def readme_blocks(results: dict[str, Any]) -> dict[str, str]:
     if results.get("spark_jobs"):
         results_block += ["", "### The Spark jobs behind it", "", *spark_jobs_section(results["spark_jobs"])]
     sizing = _sizing(results)
-    ex = results.get("extractors")
-    extractor_block = [_provenance(results), "", *extractors_section(ex)] if ex else [PENDING]
+    extractor_block = _extractor_block(results)
     return {
         "summary": "\n".join(summary),
         "results": "\n".join(results_block),
         "sizing": "\n".join(sizing),
         "extractors": "\n".join(extractor_block),
     }
+
+
+def _extractor_block(results: dict[str, Any]) -> list[str]:
+    """The extractors' block: what each costs in process, then the sidecar draining with each
+    end to end (a run without the end-to-end phase says so)."""
+    ex, e2e = results.get("extractors"), results.get("extractors_e2e")
+    if not ex:
+        return [PENDING]
+    lines = [_provenance(results), "", *extractors_section(ex), "", "#### End to end", ""]
+    return lines + (extractors_e2e_section(e2e) if e2e else ["Not measured in this run."])
 
 
 def _idle_auto_table(auto: dict[str, dict[str, Any]]) -> list[str]:

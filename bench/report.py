@@ -1,7 +1,8 @@
 """The Markdown report of a run (``report.md``), made from its results dict (``results.json``).
 
 :func:`markdown` writes the goals (:mod:`bench.report_goals`), the throughput per record shape,
-the cost curves, one table per workload and the Spark sections. The sections the README blocks
+the cost curves, one table per workload, the Spark sections and the timestamp extractors (in
+process and end to end). The sections the README blocks
 share are :mod:`bench.report_sections`'s; :func:`~bench.formatting.fmt` and the words for the
 curves are :mod:`bench.formatting`'s.
 """
@@ -17,6 +18,7 @@ from bench.formatting import fmt
 from bench.report_goals import goals_section
 from bench.report_sections import (
     curves_section,
+    extractors_e2e_section,
     extractors_section,
     idle_auto_section,
     spark_jobs_section,
@@ -52,6 +54,9 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
         lines += ["", "## max.task.idle.ms=auto against the fixed settings", "", *idle_auto_section(auto)]
     if results.get("extractors"):
         lines += ["", "## Timestamp extractors", "", *extractors_section(results["extractors"])]
+    if results.get("extractors_e2e"):
+        e2e = extractors_e2e_section(results["extractors_e2e"])
+        lines += ["", "## Timestamp extractors end to end", "", *e2e]
     if plot_paths:
         lines += ["", "## Plots", ""]
         lines += [f"![{p.stem}]({p.name})" for p in plot_paths]

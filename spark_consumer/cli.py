@@ -72,9 +72,10 @@ def _ensure_output_topic(plan: Plan) -> None:
     """Create the Kafka output topic when missing; Spark's producer would block on it for 60 s."""
     if plan.sink.kind != "kafka" or plan.sink.topic is None:
         return
-    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.errors import for_code
 
-    from sidecar.kafka.admin import TopicSpec, ensure_topics
+    topic = str(plan.sink.topic)
 
     async def create() -> None:
         admin = AIOKafkaAdminClient(
@@ -84,7 +85,12 @@ def _ensure_output_topic(plan: Plan) -> None:
         )
         await admin.start()
         try:
-            await ensure_topics(admin, [TopicSpec(str(plan.sink.topic))])
+            if topic in await admin.list_topics():
+                return
+            response = await admin.create_topics([NewTopic(topic, 1, 1)])
+            for item in response.topic_errors:  # (name, code, message): 36 is TOPIC_ALREADY_EXISTS
+                if item[1] not in (0, 36):
+                    raise RuntimeError(f"cannot create it: {for_code(item[1]).__name__}")
         finally:
             await admin.close()
 

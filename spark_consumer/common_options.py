@@ -28,18 +28,27 @@ from spark_consumer.schema_registry import (
     BASIC_AUTH_ENV,
     BEARER_TOKEN_ENV,
     RegistryClient,
-    RegistrySettings,
+    checked_settings,
     value_subject,
 )
 from spark_consumer.security import MECHANISMS, PROTOCOLS, KafkaSecurity
 from spark_consumer.session import SessionOptions
-from spark_consumer.value_formats import VALUE_FORMATS, BinaryValues, ProtobufValues, plan_values
+from spark_consumer.value_decoders import (
+    formats_where,
+    plan_values,
+    spark_decoder,
+    with_messages,
+    with_registry,
+)
+from spark_consumer.value_formats import BinaryValues, ProtobufValues
+from timesync_wire import formats
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from spark_consumer.sinks import SinkOptions
     from spark_consumer.source import SourceOptions
+    from timesync_wire.registry.settings import RegistrySettings
 
 
 class Parser(argparse.ArgumentParser):
@@ -140,7 +149,7 @@ def _security_arguments(sec: argparse._ArgumentGroup) -> None:
 def _value_arguments(val: argparse._ArgumentGroup) -> None:
     val.add_argument(
         "--value-format",
-        choices=VALUE_FORMATS,
+        choices=tuple(formats.FORMATS),  # read when the parser is built: the table as it is then
         default="json",
         help="json (default): text parsed with --value-schema; avro, protobuf: framed for a Schema "
         "Registry, schemas from --schema-registry-url",
@@ -267,7 +276,7 @@ def registry_settings(args: argparse.Namespace) -> RegistrySettings:
     if not args.schema_registry_url:
         raise UsageError(f"--schema-registry-url: required with --value-format {args.value_format}")
     basic, bearer = registry_credentials(args)
-    return RegistrySettings(args.schema_registry_url, basic, bearer, args.schema_registry_ssl_cafile)
+    return checked_settings(args.schema_registry_url, basic, bearer, args.schema_registry_ssl_cafile)
 
 
 def registry_values(args: argparse.Namespace) -> BinaryValues | None:
@@ -276,15 +285,16 @@ def registry_values(args: argparse.Namespace) -> BinaryValues | None:
     Runs before Spark starts: an unreachable registry or an unknown subject is a one-line
     :class:`UsageError`.
     """
-    if args.value_message is not None and args.value_format != "protobuf":
-        raise UsageError("--value-message: only with --value-format protobuf")
-    if args.value_format == "json":
+    decoder = spark_decoder(args.value_format)
+    if args.value_message is not None and not decoder.format.message_indexes:
+        raise UsageError(f"--value-message: only with --value-format {formats_where(with_messages)}")
+    if not decoder.registry:
         registry_only = [
             name for name in ("schema_registry_url", "value_subject") if getattr(args, name) is not None
         ]
         if registry_only:
             flag = "--" + registry_only[0].replace("_", "-")
-            raise UsageError(f"{flag}: only with --value-format avro or protobuf")
+            raise UsageError(f"{flag}: only with --value-format {formats_where(with_registry)}")
         return None
     if args.value_schema:
         raise UsageError(
@@ -316,7 +326,7 @@ def subject_values(
 def require_value_schema(args: argparse.Namespace, reads_value_fields: bool) -> None:
     """A job that reads fields of the value (``--key-field``, ``--agg FUNCTION:FIELD``) needs
     ``--value-schema`` to find them, or a registry format (whose schema is the registry's)."""
-    if reads_value_fields and not args.value_schema and args.value_format == "json":
+    if reads_value_fields and not args.value_schema and not spark_decoder(args.value_format).registry:
         raise UsageError("--value-schema: required to read value fields (--key-field, --agg FUNCTION:FIELD)")
 
 
@@ -344,7 +354,7 @@ def job_input(args: argparse.Namespace, source: SourceOptions) -> JobInput:
     if source.values is not None:
         from pyspark.sql import SparkSession
 
-        from spark_consumer.value_decoding import value_struct
+        from spark_consumer.value_decoders import value_struct
 
         schema: StructType | None = value_struct(SparkSession.active(), source.values)
     else:

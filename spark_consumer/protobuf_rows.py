@@ -22,7 +22,7 @@ A scalar without presence (plain proto3) reads as its value, its default include
 JSON of the same message has it; a field with presence (``optional``, proto2) that is not set
 is NULL. A recursive message cannot be a Spark type and is refused at plan time.
 
-:class:`FramedDecoder` is what runs per record: framing (:mod:`spark_consumer.framing`), the
+:class:`FramedDecoder` is what runs per record: framing (:mod:`timesync_wire.framing`), the
 body parsed as the job's message (the file's first, message indexes ``[0]``); a value that is
 not framed, carries an id that is not one of the subject's versions or another message's
 indexes, does not parse, or breaks a bound (:mod:`spark_consumer.value_limits`: its size, its
@@ -33,11 +33,10 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-from collections.abc import Iterable
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.descriptor import Descriptor, FieldDescriptor, FileDescriptor
+from google.protobuf import message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError
 from pyspark.sql.types import (
     ArrayType,
@@ -55,9 +54,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_consumer import framing
 from spark_consumer.options import UsageError
 from spark_consumer.value_limits import DEFAULT_MAX_ITEMS, ValueLimits
+from timesync_wire import framing
+from timesync_wire.schemas import SchemaError
+from timesync_wire.schemas.protobuf_files import load_file, message_at
 
 TIMESTAMP = "google.protobuf.Timestamp"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -84,29 +85,6 @@ _UNSIGNED_64 = (FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FIXED64)
 #: How deep messages may nest inside the value's message: the protobuf runtime's own recursion
 #: limit (measured with upb: 100 nested messages parse, 101 do not), past which no body parses.
 MAX_DEPTH = 100
-
-
-@functools.lru_cache(maxsize=8)
-def file_descriptor(descriptor_set: bytes, file_name: str) -> FileDescriptor:
-    """The file ``file_name`` of a serialized ``FileDescriptorSet``, in a pool of its own."""
-    files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set)
-    pool = descriptor_pool.DescriptorPool()
-    for proto in files.file:  # --include_imports lists dependencies before their users
-        pool.Add(proto)
-    return pool.FindFileByName(file_name)
-
-
-def message_descriptor(file: FileDescriptor, indexes: Iterable[int]) -> Descriptor | None:
-    """The message at the path ``indexes`` (top-level index, then nested ones), or ``None``."""
-    path = list(indexes)
-    if not path or not 0 <= path[0] < len(file.message_types_by_name):
-        return None
-    current: Descriptor = list(file.message_types_by_name.values())[path[0]]
-    for i in path[1:]:
-        if not 0 <= i < len(current.nested_types):
-            return None
-        current = current.nested_types[i]
-    return current
 
 
 def struct_type(message: Descriptor, seen: tuple[str, ...] = ()) -> StructType:
@@ -231,7 +209,7 @@ class FramedDecoder:
     never raises on a value, and its work is bounded by the value's size and ``limits``.
 
     Only the descriptor set's bytes travel to the Python workers; each worker builds its pool
-    and message classes once (:func:`file_descriptor` caches them).
+    and message classes once (:func:`timesync_wire.schemas.protobuf_files.load_file` caches them).
     """
 
     def __init__(
@@ -251,7 +229,7 @@ class FramedDecoder:
     def __call__(self, value: bytes | None) -> dict[str, Any] | None:
         if value is None or len(value) > self.limits.max_bytes:
             return None
-        frame = framing.split(value, protobuf=True)
+        frame = framing.split(value, indexes=True)
         if frame is None or frame.schema_id not in self.schema_ids:
             return None
         if frame.message_indexes != self.message_indexes:  # another message type of the file
@@ -267,5 +245,8 @@ class FramedDecoder:
 
 @functools.lru_cache(maxsize=64)
 def _message_class(descriptor_set: bytes, file_name: str, indexes: tuple[int, ...]) -> Any:
-    message = message_descriptor(file_descriptor(descriptor_set, file_name), indexes)
-    return None if message is None else message_factory.GetMessageClass(message)
+    try:
+        message = message_at(load_file(descriptor_set, file_name), indexes)
+    except SchemaError:
+        return None
+    return message_factory.GetMessageClass(message)

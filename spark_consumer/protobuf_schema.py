@@ -9,9 +9,11 @@ included, so the set alone describes the message (Google's well-known types, suc
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from spark_consumer.options import UsageError
+from timesync_wire.schemas import SchemaError
+from timesync_wire.schemas.protobuf_files import load_file, message_named
 
 
 class ProtoCompileError(UsageError):
@@ -20,9 +22,9 @@ class ProtoCompileError(UsageError):
 
 def compile_descriptor_set(main: str, files: Mapping[str, str]) -> bytes:
     """Compile ``files[main]`` (``files``: import name → .proto text) into a ``FileDescriptorSet``,
-    with the sidecar's compiler (:func:`sidecar.registry.protoc.compile_files`)."""
-    from sidecar.formats.avro import SchemaError
-    from sidecar.registry.protoc import ProtocFailed, compile_files
+    with the wire layer's compiler (:func:`timesync_wire.schemas.protoc.compile_files`, a bounded
+    child process)."""
+    from timesync_wire.schemas.protoc import ProtocFailed, compile_files
 
     try:
         return compile_files(main, files)
@@ -38,42 +40,20 @@ def compile_descriptor_set(main: str, files: Mapping[str, str]) -> bytes:
 
 def message_path(descriptor_set: bytes, file_name: str, message: str | None) -> tuple[tuple[int, ...], str]:
     """Which message of file ``file_name`` the values are: its message indexes (Confluent's
-    framing names a message by them) and its full name.
+    framing names a message by them) and its full name (the wire layer's walk,
+    :func:`timesync_wire.schemas.protobuf_files.message_named`).
 
     ``message`` is a full name (``shop.Payment``) or one relative to the file's package
     (``Payment``, ``Payment.Meta``); ``None`` is the file's first message. A name the file does not
     define is a :class:`~spark_consumer.options.UsageError` listing the ones it does.
     """
-    from google.protobuf import descriptor_pb2
-
-    files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set).file
-    (file,) = [f for f in files if f.name == file_name]
-    prefix = f"{file.package}." if file.package else ""
-    paths: dict[str, tuple[int, ...]] = {}
-
-    def walk(messages: Iterable[descriptor_pb2.DescriptorProto], scope: str, at: tuple[int, ...]) -> None:
-        for i, m in enumerate(messages):  # a map field's entry type counts in the indexes
-            if not m.options.map_entry:
-                paths[f"{scope}{m.name}"] = (*at, i)
-                walk(m.nested_type, f"{scope}{m.name}.", (*at, i))
-
-    walk(file.message_type, prefix, ())
-    if not paths:
-        raise UsageError(f"the registry's Protobuf schema {file_name!r} defines no message")
-    if message is None:
-        first = next(iter(paths))
-        return paths[first], first
-    for name in (message, f"{prefix}{message}"):
-        if name in paths:
-            return paths[name], name
-    raise UsageError(
-        f"--value-message {message}: the schema defines no such message; it defines {', '.join(paths)}"
-    )
+    try:
+        return message_named(load_file(descriptor_set, file_name), message)
+    except SchemaError as e:
+        option = f"--value-message {message}" if message is not None else "--value-format protobuf"
+        raise UsageError(f"{option}: {e}") from None
 
 
 def top_level_messages(descriptor_set: bytes, file_name: str) -> int:
     """How many messages file ``file_name`` defines at its top level."""
-    from google.protobuf import descriptor_pb2
-
-    files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set).file
-    return sum(len(f.message_type) for f in files if f.name == file_name)
+    return len(load_file(descriptor_set, file_name).message_types_by_name)

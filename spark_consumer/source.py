@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-# Header names: the one place that defines them is the sidecar's stamping module.
-from sidecar.core.stamping import (
+from spark_consumer.value_formats import BinaryValues
+
+# Header names: the contract the sidecar writes and this reads.
+from timesync_wire.headers import (
     CONTROL,
     ENFORCED,
     LATE,
@@ -39,7 +41,6 @@ from sidecar.core.stamping import (
     STREAM_TIME,
     WATERMARK,
 )
-from spark_consumer.value_formats import BinaryValues
 
 EVENT_TIME = "event_time"  # TIMESTAMP: the Kafka record timestamp, the column Spark's watermark tracks
 TS = "ts"  # the same instant as epoch milliseconds (BIGINT)
@@ -57,7 +58,7 @@ class SourceOptions:
     equals the previous batch's maximum (Spark drops ``event time <= watermark``).
 
     ``values`` says how to decode Avro or Protobuf values (resolved against the registry at plan
-    time, :func:`spark_consumer.value_formats.plan_values`); ``None``: the value is JSON text.
+    time, :func:`spark_consumer.value_decoders.plan_values`); ``None``: the value is JSON text.
     ``decode_values=False`` leaves an Avro or Protobuf ``value`` BINARY, for a job that decodes
     parts of the topic with different schemas (a join of two subjects).
     """
@@ -110,7 +111,7 @@ def value_column(values: BinaryValues | None, binary: bool = False) -> Column:
         return F.col("value")
     if values is None:
         return F.col("value").cast("string")
-    from spark_consumer.value_decoding import decoded_value
+    from spark_consumer.value_decoders import decoded_value
 
     return decoded_value(F.col("value"), values)
 

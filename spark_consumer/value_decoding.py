@@ -1,13 +1,14 @@
 """Avro and Protobuf values of the ordered topic decoded into Spark structs, each with its verdict.
 
-:func:`decoded_value` turns the BINARY Kafka value into the struct of the subject's latest
+Each format's decoder (:mod:`spark_consumer.value_decoders`) builds on these. A decoded value is
+the BINARY Kafka value turned into the struct of the subject's latest
 schema followed by one more field, :data:`DECODED`: TRUE when the value decoded, NULL (and every
 other field NULL) when it did not — wrong framing, an id that is not one of the subject's
 versions, a body that does not parse, or one that breaks a bound of
 :mod:`spark_consumer.value_limits`. A NULL value (a tombstone) stays NULL. The verdict is what
 :func:`spark_consumer.values.with_data` turns into ``data`` (NULL when it did not decode) and
-counts; :func:`value_struct` is the type of ``data``, known before the query starts so the field
-options can be checked against it.
+counts; :func:`avro_struct` and :func:`protobuf_struct` are the type of ``data``, known before the
+query starts so the field options can be checked against it.
 
 Avro goes through Spark's own ``from_avro`` (``spark-avro_2.13``), once per schema id of the
 subject: ``CASE id WHEN 1 THEN from_avro(body, <version with id 1>, avroSchema=<latest>) …``.
@@ -30,10 +31,10 @@ from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StructField, StructType
 
-from spark_consumer.framing import HEADER_SIZE, MAGIC
 from spark_consumer.options import UsageError
-from spark_consumer.value_formats import AvroValues, BinaryValues, ProtobufValues
+from spark_consumer.value_formats import AvroValues, ProtobufValues
 from spark_consumer.value_limits import MAX_BYTES_KEY, MAX_ITEMS_KEY, ValueLimits
+from timesync_wire.framing import HEADER_SIZE, MAGIC
 
 #: The verdict field a decoded struct ends with: TRUE when the value decoded, else NULL.
 DECODED = "__timesync_decoded"
@@ -136,23 +137,15 @@ class WithVerdict:
 
 
 def protobuf_struct(values: ProtobufValues) -> StructType:
-    from spark_consumer.protobuf_rows import file_descriptor, message_descriptor, struct_type
+    from spark_consumer.protobuf_rows import struct_type
+    from timesync_wire.schemas import SchemaError
+    from timesync_wire.schemas.protobuf_files import load_file, message_at
 
-    message = message_descriptor(
-        file_descriptor(values.descriptor_set, values.file_name), values.message_indexes
-    )
-    if message is None:
-        raise UsageError(f"--value-format protobuf: subject {values.subject!r} defines no message")
+    try:
+        message = message_at(load_file(values.descriptor_set, values.file_name), values.message_indexes)
+    except SchemaError as e:
+        raise UsageError(f"--value-format protobuf: subject {values.subject!r}: {e}") from None
     return struct_type(message)
-
-
-def decoded_value(value: Column, values: BinaryValues) -> Column:
-    """``value`` (BINARY) decoded as ``values`` says, with its verdict (see the module
-    docstring), within the active session's bounds."""
-    limits = session_limits(SparkSession.active())
-    if isinstance(values, AvroValues):
-        return avro_value(value, values, limits)
-    return protobuf_value(value, values, limits)
 
 
 def require_spark_avro(spark: SparkSession) -> None:
@@ -170,10 +163,8 @@ def require_spark_avro(spark: SparkSession) -> None:
         )
 
 
-def value_struct(spark: SparkSession, values: BinaryValues) -> StructType:
-    """The Spark type :func:`decoded_value` gives; :class:`UsageError` if it is not a record."""
-    if isinstance(values, ProtobufValues):
-        return protobuf_struct(values)
+def avro_struct(spark: SparkSession, values: AvroValues) -> StructType:
+    """The Spark type :func:`avro_value` gives; :class:`UsageError` if it is not a record."""
     from pyspark.sql.avro.functions import from_avro
 
     require_spark_avro(spark)

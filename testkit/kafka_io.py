@@ -116,7 +116,7 @@ async def read_topics(
     Without it, stops when every partition is at its high watermark and nothing new came for
     ``idle_s``, or after ``timeout_s``. With ``raw_header_keys`` the records are read by the
     sidecar's reader, which takes header keys that are not UTF-8 (aiokafka's refuses them):
-    ``sidecar.core.stamping.header_key_bytes`` gives a key's bytes back.
+    ``timesync_wire.headers.header_key_bytes`` gives a key's bytes back.
     """
     cons = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,

@@ -251,6 +251,11 @@ def start_registry(
     env = os.environ | {
         "QUARKUS_HTTP_HOST": "127.0.0.1",
         "QUARKUS_HTTP_PORT": str(port),
+        # Quarkus's management interface (health, metrics) binds *:9000 by default: a second
+        # registry on the machine failed to start ("Address already in use"), and it listened
+        # on every interface. Loopback, on a port of its own.
+        "QUARKUS_MANAGEMENT_HOST": "127.0.0.1",
+        "QUARKUS_MANAGEMENT_PORT": str(free_port()),
         "QUARKUS_HTTP_ACCESS_LOG_ENABLED": "false",
         "QUARKUS_LOG_CONSOLE_FORMAT": "%d{HH:mm:ss} %-5p [%c{2.}] %s%e%n",
     }

@@ -20,16 +20,16 @@ file's scalars are read as the text written (``0x1F`` stays ``0x1F``, YAML 1.1 w
 Start-up refuses what would quietly weaken the sidecar: acting endpoints reachable off loopback
 without a token (:func:`http_exposure`), SSL or SASL settings that the chosen
 ``security.protocol`` would ignore, and a schema registry URL that would show or leak its
-credentials (:mod:`sidecar.config.registry_url`).
+credentials (:mod:`timesync_wire.registry.urls`).
 
 The package, by what each part holds: ``model`` (the keys, their defaults, meanings and
 validation), ``forms`` (what a key accepts beyond its type: validator, words and JSON Schema),
 ``surface`` (every key's row and the JSON Schema, derived from the model), ``listing``
-(``timesync-sidecar config``), ``exposure`` (who may reach the acting endpoints),
-``registry_url`` (where the schema registry's credentials may go), ``files`` (``.properties`` and
-YAML), ``environment`` (``TIMESYNC_*`` variables and Kubernetes' service links), ``secrets``
-(keeping secrets out of messages) and ``loading`` (the three sources into one model, one-line
-errors).
+(``timesync-sidecar config``), ``extractor`` (``timestamp.extractor`` into the core's extractor,
+through the table of value formats), ``exposure`` (who may reach the acting endpoints), ``files``
+(``.properties`` and YAML), ``environment`` (``TIMESYNC_*`` variables and Kubernetes' service
+links), ``secrets`` (keeping secrets out of messages) and ``loading`` (the three sources into one
+model, one-line errors).
 """
 
 from __future__ import annotations

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import ipaddress
+# Binding a loopback host keeps the server on loopback: the registry URLs' rule of what is loopback.
+from timesync_wire.registry.urls import LOOPBACK_NAMES, is_loopback_host
 
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
-
-
-def is_loopback_host(host: str) -> bool:
-    """Whether binding ``host`` keeps the server on loopback: a loopback address or localhost's
-    names. Any other name may resolve to an outside address, so it does not count."""
-    name = host.strip().strip("[]").lower()
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
+__all__ = ["LOOPBACK_NAMES", "http_exposure", "is_loopback_host"]
 
 
 def http_exposure(host: str, port: int, has_token: bool) -> str | None:

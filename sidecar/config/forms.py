@@ -23,6 +23,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from sidecar.core.readiness import IDLE_AUTO, IDLE_FOREVER
+from timesync_wire.formats import FORMATS
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,7 @@ TopicList = Annotated[
 
 #: ``bootstrap.servers``.
 Servers = Annotated[str, Form(("host:port[,host:port...]",))]
-#: ``schema.registry.url``: what a regular expression can say of ``registry_url.url_problem``'s
+#: ``schema.registry.url``: what a regular expression can say of ``timesync_wire.registry.urls``'s
 #: rules (http or https, no ``user:password@``, no query or fragment).
 RegistryUrl = Annotated[
     str,
@@ -168,11 +169,12 @@ UserInfo = Annotated[
 ]
 
 # -- timestamp.extractor ---------------------------------------------------------------------------
-# The grammar of sidecar.core.parse_extractor (which validates it; the model calls it):
-# ``record``, or a format, ``:``, a dotted path of non-empty names, and optionally ``:`` and a unit
-# (an empty unit is ms). Written here once for people and tools; tests/unit/test_config_forms.py
-# holds it to the parser, so a new format or unit fails there until it is added here.
-_UNITS = {"json": ("ms", "s", "iso"), "avro": ("ms", "s", "us", "iso"), "protobuf": ("ms", "s", "us", "iso")}
+# The grammar of sidecar.config.extractor.parse_extractor (which validates it; the model calls it):
+# ``record``, or a format of the table (timesync_wire.formats.FORMATS), ``:``, a dotted path of
+# non-empty names, and optionally ``:`` and one of that format's units (an empty unit is ms).
+# The formats and their units are the table's, so a new format is in the pattern and the words as
+# soon as it is in the table; tests/unit/test_config_forms.py holds the pattern to the parser.
+_UNITS = {name: fmt.units for name, fmt in FORMATS.items()}
 _PATH = r"[^:.]+(\.[^:.]+)*"
 
 

@@ -20,6 +20,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from sidecar.config.exposure import http_exposure
+from sidecar.config.extractor import extractor_format, parse_extractor
 from sidecar.config.forms import (
     BudgetMillis,
     Extractor,
@@ -33,16 +34,26 @@ from sidecar.config.forms import (
     TopicList,
     UserInfo,
 )
-from sidecar.config.registry_url import credentials_problem, shown_url, url_problem
 from sidecar.config.sources import FileLayer, TimesyncEnv
-from sidecar.core import TaskConfig, parse_extractor
+from sidecar.core import TaskConfig
 from sidecar.core.readiness import IDLE_AUTO, IDLE_FOREVER
+from timesync_wire.formats import ValueFormat
+from timesync_wire.registry.urls import SettingNames, credentials_problem, shown_url, url_problem
 
 ENV_PREFIX = "TIMESYNC_"
 #: A timeout that never ends (Kafka's Long.MAX_VALUE).
 FOREVER_MS = IDLE_FOREVER  # Kafka's Long.MAX_VALUE: "max"
 #: Variables of the Spark job (``TIMESYNC_SPARK_JARS_DIR``...); the sidecar leaves them alone.
 SPARK_ENV_PREFIX = "TIMESYNC_SPARK_"
+#: How the registry URL rules (:mod:`timesync_wire.registry.urls`) name the sidecar's keys.
+REGISTRY_NAMES = SettingNames(
+    url="schema.registry.url",
+    cafile="schema.registry.ssl.cafile",
+    credentials_instead="schema.registry.basic.auth.user.info (from a secret, as "
+    "TIMESYNC_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO)",
+    credentials="schema.registry.basic.auth.user.info or schema.registry.bearer.auth.token",
+    shown_in="/status, logs and errors",
+)
 
 
 class ConfigError(ValueError):
@@ -167,7 +178,7 @@ class SidecarConfig(BaseSettings):
     @field_validator("schema_registry_url")
     @classmethod
     def _registry_url(cls, value: str) -> str:
-        problem = url_problem(value) if value else None
+        problem = url_problem(value, REGISTRY_NAMES) if value else None
         if problem:
             raise ValueError(problem)
         return value
@@ -181,11 +192,10 @@ class SidecarConfig(BaseSettings):
 
     @model_validator(mode="after")
     def _schema_registry(self) -> SidecarConfig:
-        reads_registry = self.timestamp_extractor.startswith(("avro:", "protobuf:"))
-        if reads_registry and not self.schema_registry_url:
-            kind = self.timestamp_extractor.partition(":")[0]
+        fmt = self.value_format
+        if fmt is not None and fmt.schema_type is not None and not self.schema_registry_url:
             raise ValueError(
-                f"timestamp.extractor={kind}:... needs schema.registry.url (its schemas come from there)"
+                f"timestamp.extractor={fmt.name}:... needs schema.registry.url (its schemas come from there)"
             )
         basic = bool(self.schema_registry_basic_auth_user_info.get_secret_value())
         bearer = bool(self.schema_registry_bearer_auth_token.get_secret_value())
@@ -203,7 +213,7 @@ class SidecarConfig(BaseSettings):
                 else None
             )
             problem = credentials_problem(
-                self.schema_registry_url, credentials, bool(self.schema_registry_ssl_cafile)
+                self.schema_registry_url, credentials, bool(self.schema_registry_ssl_cafile), REGISTRY_NAMES
             )
             if problem:
                 raise ValueError(problem)
@@ -299,6 +309,11 @@ class SidecarConfig(BaseSettings):
     @property
     def effective_group_id(self) -> str:
         return self.group_id or f"timesync-{self.output_topic}"
+
+    @property
+    def value_format(self) -> ValueFormat | None:
+        """The value format ``timestamp.extractor`` reads (``None``: the record's timestamp)."""
+        return extractor_format(self.timestamp_extractor)
 
     @property
     def late_topic(self) -> str | None:

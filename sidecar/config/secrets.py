@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from sidecar.config.model import KEYS, SECRET_KEYS
-from sidecar.config.registry_url import shown_url
+from timesync_wire.registry.urls import shown_url
 
 #: Words secrets go with, in keys and in values (``pass`` covers ``passwd`` and ``password``).
 _SECRET_WORDS = (

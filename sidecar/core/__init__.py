@@ -24,10 +24,8 @@ from sidecar.core.task import MergeTask
 from sidecar.core.timestamps import (
     BrokerTimestampLimits,
     InvalidTimestampError,
-    JsonTimestamp,
     RecordTimestamp,
     RefusedTimestampError,
-    parse_extractor,
 )
 
 __all__ = [
@@ -44,7 +42,6 @@ __all__ = [
     "Idle",
     "InputRecord",
     "InvalidTimestampError",
-    "JsonTimestamp",
     "Late",
     "MergeTask",
     "NeedFetch",
@@ -58,5 +55,4 @@ __all__ = [
     "Unreadable",
     "Verdict",
     "WaitUntil",
-    "parse_extractor",
 ]

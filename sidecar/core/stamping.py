@@ -1,5 +1,8 @@
 """The output record: its timestamp and the ``timesync.*`` headers — the one place that builds them.
 
+The header names and what their values mean are the wire layer's contract
+(:mod:`timesync_wire.headers`), which the Spark jobs read; this module builds records with them.
+
 Every output keeps the input's key, value and headers and gets the event time as its Kafka
 timestamp. The headers say where it came from (topic, partition, offset: with each other a dedup
 key for at-least-once replays), the task watermark when it went out, the stream time after it,
@@ -22,16 +25,20 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from sidecar.core.records import DeadLetter, Emit, InputRecord, Late
-
-SOURCE_TOPIC = "timesync.source.topic"
-SOURCE_PARTITION = "timesync.source.partition"
-SOURCE_OFFSET = "timesync.source.offset"
-WATERMARK = "timesync.watermark"
-STREAM_TIME = "timesync.stream.time"
-LATE = "timesync.late"
-ENFORCED = "timesync.enforced"
-CONTROL = "timesync.control"
-LATENESS = "timesync.lateness"
+from timesync_wire.headers import (
+    CONTROL,
+    ENFORCED,
+    FLAG,
+    HEARTBEAT,
+    LATE,
+    LATENESS,
+    PREFIX,
+    SOURCE_OFFSET,
+    SOURCE_PARTITION,
+    SOURCE_TOPIC,
+    STREAM_TIME,
+    WATERMARK,
+)
 
 #: Kafka Connect's dead-letter headers, so existing DLQ tooling reads ours.
 ERRORS_TOPIC = "__connect.errors.topic"
@@ -48,19 +55,13 @@ Headers = list[tuple[str, bytes]]
 #: needs per record.
 OutputRecord = tuple[bytes | None, bytes | None, int | None, Headers]
 
-_FLAG = b"1"
+_FLAG = FLAG
 _LATE = (LATE, _FLAG)
 _ENFORCED = (ENFORCED, _FLAG)
 
 
 def _ascii(n: int) -> bytes:
     return b"%d" % n
-
-
-def header_key_bytes(key: str) -> bytes:
-    """A header key as it goes on the wire: the bytes it was read from (see the module's
-    docstring). Every writer of records encodes keys through here or, in C, the same way."""
-    return key.encode("utf-8", "surrogateescape")
 
 
 class Stamper:
@@ -125,7 +126,7 @@ class Stamper:
             ]
             carried = record.headers
             if carried:
-                headers[:0] = [h for h in carried if not h[0].startswith("timesync.")]
+                headers[:0] = [h for h in carried if not h[0].startswith(PREFIX)]
             if late is not None and i in late:
                 headers.append(_LATE)
             if i >= enforced_from:
@@ -188,12 +189,12 @@ class _Collect:
 def _carried(headers: Sequence[tuple[str, bytes]]) -> Headers:
     if not headers:
         return []
-    return [h for h in headers if not h[0].startswith("timesync.")]
+    return [h for h in headers if not h[0].startswith(PREFIX)]
 
 
 def heartbeat(watermark: int) -> OutputRecord:
     """A control record: null key, empty value, timestamp = the task watermark."""
-    return (None, b"", watermark, [(CONTROL, b"watermark"), (WATERMARK, _ascii(watermark))])
+    return (None, b"", watermark, [(CONTROL, HEARTBEAT), (WATERMARK, _ascii(watermark))])
 
 
 def dead_letter(dl: DeadLetter) -> OutputRecord:

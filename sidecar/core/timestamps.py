@@ -1,10 +1,12 @@
-"""Timestamp extractors and the invalid-timestamp policy.
+"""The timestamp-extractor contract, the record's own timestamp, and the invalid-timestamp policy.
 
-An extractor turns an input record into its event time in ms. Two exist: ``record`` (the Kafka
-record's own timestamp, CreateTime or LogAppendTime) and ``json:<dotted.path>[:ms|s|iso]`` (a
-field of the JSON value). Extraction runs once per record at push time, so each extractor offers
-a batch method that returns ``INVALID`` (-1) for records it cannot read, and a slow ``explain``
-that says why, called only for those.
+An extractor turns an input record into its event time in ms. The core defines what one is
+(:class:`TimestampExtractor`) and the one that needs no format, ``record`` (the Kafka record's own
+timestamp, CreateTime or LogAppendTime); the others read a field of the value in a value format
+(JSON, Avro, Protobuf) and are built by the config layer (``sidecar.config.extractor``) — the
+core never imports a format. Extraction runs once per record at push time, so each extractor
+offers a batch method that returns ``INVALID`` (-1) for records it cannot read, and a slow
+``explain`` that says why, called only for those.
 
 What happens to an invalid record is ``timestamp.invalid`` — the three choices Kafka Streams
 offers: ``fail`` (an error, then ``errors.tolerance`` decides between stopping and the dead
@@ -13,19 +15,14 @@ letter queue), ``skip`` (drop and count), ``partition-time`` (use the partition'
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Literal, Protocol, get_args
-
-import orjson
+from typing import Literal, Protocol
 
 from sidecar.core.records import InputRecord, TopicPartition
 
 InvalidPolicy = Literal["fail", "skip", "partition-time"]
 ErrorTolerance = Literal["none", "all"]
-JsonUnit = Literal["ms", "s", "iso"]
 
 INVALID = -1
 #: Kafka timestamps are signed 64-bit milliseconds.
@@ -128,156 +125,3 @@ class RecordTimestamp:
 
     def __repr__(self) -> str:
         return "record"
-
-
-class JsonTimestamp:
-    """A field of the JSON value: ``json:meta.ts`` reads ``{"meta": {"ts": ...}}``.
-
-    Units: ``ms`` (default) and ``s`` take a number (or a string holding one; seconds may have a
-    fraction); ``iso`` takes an ISO-8601 string with a zone (``2024-05-01T12:00:00Z``). A naive
-    time is invalid: guessing its zone would silently shift events by hours. Any readable time in
-    Kafka's range is valid here, however far from the record's own Kafka timestamp (a replay or a
-    backfill stamps records long after their events); whether the output topic's broker accepts
-    it is judged at emit (:class:`BrokerTimestampLimits`).
-    """
-
-    uses_record_time = False
-
-    def __init__(self, path: Sequence[str], unit: JsonUnit = "ms") -> None:
-        if not path or any(not part for part in path):
-            raise ValueError(f"empty field name in JSON path {'.'.join(path)!r}")
-        self.path = tuple(path)
-        self.unit: JsonUnit = unit
-
-    def __repr__(self) -> str:
-        return f"json:{'.'.join(self.path)}:{self.unit}"
-
-    def extract_all(self, records: Sequence[InputRecord]) -> list[int]:
-        out = []
-        for r in records:
-            try:
-                out.append(self._extract(r))
-            except (ValueError, TypeError, KeyError, OverflowError):
-                out.append(INVALID)
-        return out
-
-    def explain(self, record: InputRecord) -> str:
-        try:
-            self._extract(record)
-        except _Invalid as e:
-            return str(e)
-        except (ValueError, TypeError, KeyError, OverflowError) as e:
-            return f"{type(e).__name__}: {e}"
-        return "valid"
-
-    def _extract(self, record: InputRecord) -> int:
-        if record.value is None:
-            raise _Invalid("value is null")
-        try:
-            node = orjson.loads(record.value)
-        except orjson.JSONDecodeError:
-            raise _Invalid("value is not JSON") from None
-        walked = []
-        for part in self.path:
-            walked.append(part)
-            if not isinstance(node, dict):
-                raise _Invalid(f"{_dotted(walked[:-1]) or 'value'} is not a JSON object")
-            if part not in node:
-                raise _Invalid(f"field {_dotted(walked)} is missing")
-            node = node[part]
-        return self._convert(node)
-
-    def _convert(self, node: object) -> int:
-        field = _dotted(self.path)
-        if self.unit == "iso":
-            if not isinstance(node, str):
-                raise _Invalid(f"field {field} is not an ISO-8601 string: {_short(node)}")
-            try:
-                moment = datetime.fromisoformat(node)
-            except ValueError:
-                raise _Invalid(f"field {field} is not an ISO-8601 time: {_short(node)}") from None
-            if moment.tzinfo is None:
-                raise _Invalid(f"field {field} has no time zone: {_short(node)}")
-            ms = _iso_to_ms(moment)
-        else:
-            number = _number(node)
-            if number is None:
-                raise _Invalid(f"field {field} is not a number: {_short(node)}")
-            if self.unit == "s":
-                number *= 1000
-            if not math.isfinite(number):
-                raise _Invalid(f"field {field} is not finite: {_short(node)}")
-            ms = int(number)
-        if ms < 0:
-            raise _Invalid(f"field {field} is negative: {_short(node)}")
-        if ms > MAX_TIMESTAMP:
-            raise _Invalid(f"field {field} is beyond Kafka's timestamp range: {_short(node)}")
-        return ms
-
-
-class _Invalid(ValueError):
-    pass
-
-
-def _number(node: object) -> float | int | None:
-    if isinstance(node, bool):  # bool is an int in Python; true is not a time
-        return None
-    if isinstance(node, int | float):
-        return node
-    if isinstance(node, str):
-        text = node.strip()
-        try:
-            return int(text)
-        except ValueError:
-            pass
-        try:
-            return float(text)
-        except ValueError:
-            return None
-    return None
-
-
-def _iso_to_ms(moment: datetime) -> int:
-    # Integer arithmetic: float seconds lose sub-ms precision for years far from 1970.
-    offset = moment.utcoffset()
-    naive_utc = moment.replace(tzinfo=None) - (offset if offset is not None else timedelta(0))
-    delta = naive_utc - datetime(1970, 1, 1)
-    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
-
-
-def _dotted(path: Sequence[str]) -> str:
-    """A JSON path for a reason: as written, or quoted when a name holds a line break or the like
-    (a reason is one line: it becomes a DLQ header and the sidecar's error line)."""
-    text = ".".join(path)
-    return text if text.isprintable() else repr(text)
-
-
-def _short(node: object) -> str:
-    text = repr(node)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def parse_extractor(spec: str) -> TimestampExtractor:
-    """``record``, ``json:<dotted.path>[:ms|s|iso]``, or ``avro:``/``protobuf:<dotted.path>[:ms|s|us|iso]``
-    (:mod:`sidecar.formats.extractor`); a bad spec raises ``ValueError`` saying why."""
-    if spec == "record":
-        return RecordTimestamp()
-    if spec.startswith(("avro:", "protobuf:")):
-        # Imported here: fastavro and protobuf load only for a sidecar that reads them.
-        from sidecar.formats.extractor import parse_schema_extractor
-
-        return parse_schema_extractor(spec)
-    kind, _, rest = spec.partition(":")
-    if kind != "json" or not rest:
-        raise ValueError(
-            f"expected 'record', 'json:<dotted.path>[:ms|s|iso]', 'avro:<dotted.path>[:ms|s|us|iso]' or "
-            f"'protobuf:<dotted.path>[:ms|s|us|iso]', got {spec!r}"
-        )
-    path, _, unit = rest.partition(":")
-    unit = unit or "ms"
-    if unit not in get_args(JsonUnit):
-        raise ValueError(f"unknown unit {unit!r} in {spec!r}; allowed: ms, s, iso")
-    parts = path.split(".")
-    if any(not p for p in parts):
-        raise ValueError(f"empty field name in JSON path {path!r} of {spec!r}")
-    return JsonTimestamp(parts, unit)  # type: ignore[arg-type]  # unit checked against JsonUnit above

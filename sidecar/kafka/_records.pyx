@@ -18,7 +18,7 @@ do not fit its length fails when it is reached. Every failure is a ``CorruptReco
 Header keys are decoded from UTF-8 with ``surrogateescape``: Kafka does not require them to be
 UTF-8 (librdkafka and hand-built producers write any bytes), and a key that is not comes back
 out byte for byte when the output encoders encode it the same way
-(:func:`sidecar.core.stamping.header_key_bytes`). aiokafka's decoders refuse such a key.
+(:func:`timesync_wire.headers.header_key_bytes`). aiokafka's decoders refuse such a key.
 """
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE
@@ -28,7 +28,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t, uint64_t
 from libc.string cimport memcmp
 
-from sidecar._zigzag cimport ZIGZAG_OK, ZIGZAG_TRUNCATED, read_zigzag
+from timesync_wire._zigzag cimport ZIGZAG_OK, ZIGZAG_TRUNCATED, read_zigzag
 
 from aiokafka.errors import CorruptRecordException
 

@@ -7,7 +7,7 @@ kept the sidecar at two thirds of a plain consume → produce copy. Here the sam
 written straight into the batch buffer: no header tuples, no per-record ``bytes`` for the decimal
 values, one length computation and one copy per field.
 
-What is written is defined by :mod:`sidecar.core.stamping` (header names, their order, ASCII
+What is written is defined by :mod:`sidecar.core.stamping` (header names from :mod:`timesync_wire.headers`, their order, ASCII
 decimal values, ``timesync.*`` input headers dropped, header keys written back as the bytes they
 were read from); ``Stamper.stamp_into`` stays the reference, and the tests check that both
 produce byte-identical record batches.
@@ -18,9 +18,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
-from sidecar._zigzag cimport put_zigzag, zigzag_size
-from sidecar.core import stamping
 from sidecar.kafka._records cimport FetchedRecord
+from timesync_wire import headers
+from timesync_wire._zigzag cimport put_zigzag, zigzag_size
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t* size) except NULL
@@ -34,15 +34,15 @@ cdef extern from *:
     # The same call, its failure left to the caller (a key that is not UTF-8 is no error here).
     const char* _ts_utf8_or_null(object unicode, Py_ssize_t* size) noexcept
 
-cdef bytes _SOURCE_TOPIC = stamping.SOURCE_TOPIC.encode()
-cdef bytes _SOURCE_PARTITION = stamping.SOURCE_PARTITION.encode()
-cdef bytes _SOURCE_OFFSET = stamping.SOURCE_OFFSET.encode()
-cdef bytes _WATERMARK = stamping.WATERMARK.encode()
-cdef bytes _STREAM_TIME = stamping.STREAM_TIME.encode()
-cdef bytes _LATE = stamping.LATE.encode()
-cdef bytes _ENFORCED = stamping.ENFORCED.encode()
-cdef bytes _FLAG = stamping._FLAG
-_header_key_bytes = stamping.header_key_bytes
+cdef bytes _SOURCE_TOPIC = headers.SOURCE_TOPIC.encode()
+cdef bytes _SOURCE_PARTITION = headers.SOURCE_PARTITION.encode()
+cdef bytes _SOURCE_OFFSET = headers.SOURCE_OFFSET.encode()
+cdef bytes _WATERMARK = headers.WATERMARK.encode()
+cdef bytes _STREAM_TIME = headers.STREAM_TIME.encode()
+cdef bytes _LATE = headers.LATE.encode()
+cdef bytes _ENFORCED = headers.ENFORCED.encode()
+cdef bytes _FLAG = headers.FLAG
+_header_key_bytes = headers.header_key_bytes
 
 
 cdef inline Py_ssize_t _decimal(char* out, int64_t v) noexcept nogil:
@@ -94,7 +94,7 @@ cdef inline bint _is_own(const char* key, Py_ssize_t length) noexcept nogil:
 
 cdef const char* _header_key(object key, Py_ssize_t* size, list keep) except NULL:
     """A header key's bytes: its UTF-8, or, for a key read with ``surrogateescape`` from bytes
-    that are not UTF-8, those bytes again (:func:`sidecar.core.stamping.header_key_bytes`, kept
+    that are not UTF-8, those bytes again (:func:`timesync_wire.headers.header_key_bytes`, kept
     alive in ``keep`` while the batch is written)."""
     cdef const char* p = _ts_utf8_or_null(key, size)
     if p != NULL:

@@ -5,7 +5,7 @@ byte for byte, for every record whose header keys are UTF-8. But it encodes head
 strict UTF-8 and so cannot write a key Kafka allows and the broker takes — one that is not
 UTF-8, read with ``surrogateescape`` (see :mod:`sidecar.core.stamping`). This writes records as
 aiokafka's C builder lays them out (the same field order, varints and batch-full rule), with
-keys through :func:`~sidecar.core.stamping.header_key_bytes`, into a
+keys through :func:`~timesync_wire.headers.header_key_bytes`, into a
 :class:`~sidecar.output.batches.StampedBatch`, which adds the header, CRC and compression and is
 what aiokafka's producer sends.
 
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 
 from aiokafka.record.util import encode_varint, size_of_varint
 
-from sidecar.core.stamping import header_key_bytes
 from sidecar.output.batches import Compressor, StampedBatch
+from timesync_wire.headers import header_key_bytes
 
 
 class PythonBatch(StampedBatch):

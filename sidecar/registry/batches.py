@@ -1,7 +1,8 @@
 """The one call the input feed makes before it pushes a fetched batch to the tasks.
 
-:func:`batch_schemas` gives ``None`` unless ``timestamp.extractor`` is ``avro:`` or
-``protobuf:``, so every other configuration pays nothing. Otherwise :meth:`BatchSchemas.ready`
+:func:`batch_schemas` gives ``None`` unless ``timestamp.extractor`` reads a registry format
+(``avro:``, ``protobuf:``: a format of the table with a schema type), so every other
+configuration pays nothing. Otherwise :meth:`BatchSchemas.ready`
 resolves, for each task that owns fetched records, the schema ids those records need into that
 task's extractor (:mod:`sidecar.registry.resolver`), and says whether the batch may be pushed.
 
@@ -18,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sidecar.config import FOREVER_MS
-from sidecar.formats.extractor import SchemaTimestamp
+from sidecar.extractors.framed import SchemaTimestamp
 from sidecar.registry.client import RegistryClient, RegistrySettings
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ class BatchSchemas:
 
 def batch_schemas(ctx: StartContext) -> BatchSchemas | None:
     """A :class:`BatchSchemas` when the extractor reads registry payloads, else ``None``."""
-    if not ctx.config.timestamp_extractor.startswith(("avro:", "protobuf:")):
+    fmt = ctx.config.value_format
+    if fmt is None or fmt.schema_type is None:
         return None
     return BatchSchemas(ctx)

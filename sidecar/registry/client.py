@@ -7,12 +7,12 @@ synchronous; ``python-schema-registry-client`` pulls in httpx and its own Avro a
 models for nothing we use.
 
 The registry's answers are bytes we do not control, so what they mean is decided by
-:mod:`sidecar.registry.answers` (pure, fuzzed); this module does the I/O, within bounds:
+:mod:`timesync_wire.registry.answers` (pure, fuzzed); this module does the I/O, within bounds:
 
 * **one keep-alive session** per client, at most :data:`MAX_CONCURRENT_REQUESTS` connections
   (the resolver asks for a batch's new ids at once, not one after another on new connections);
   :meth:`RegistryClient.close` ends it, and never raises (cleanup never kills the process);
-* each answer is read up to :data:`~sidecar.registry.answers.MAX_ANSWER_BYTES`, undecompressed
+* each answer is read up to :data:`~timesync_wire.registry.answers.MAX_ANSWER_BYTES`, undecompressed
   (``Accept-Encoding: identity``: no decompression bomb), within :data:`REQUEST_TIMEOUT_S`;
 * **redirects are not followed**: the credentials go to the configured origin and nowhere else
   (a 3xx is an unavailable registry whose reason says where it pointed);
@@ -20,7 +20,7 @@ The registry's answers are bytes we do not control, so what they mean is decided
   registry does not know (404) for ``missing_ttl_s`` only — as a reason string, not an exception
   with its traceback — so an id read before it was registered is asked again soon.
 
-Answers map to the outcomes of :mod:`~sidecar.registry.answers`: a schema; unknown or unusable
+Answers map to the outcomes of :mod:`~timesync_wire.registry.answers`: a schema; unknown or unusable
 (:class:`SchemaUnreadableError`, cached for a while: its records are invalid timestamps); refused
 credentials (:class:`RegistryRefusedError`: fatal); anything else unavailable
 (:class:`RegistryUnavailableError`, with the ``Retry-After`` a 429 or 503 gave, bounded).
@@ -28,27 +28,27 @@ credentials (:class:`RegistryRefusedError`: fatal); anything else unavailable
 Settings are named as Confluent's clients name them: ``schema.registry.url``,
 ``schema.registry.basic.auth.user.info`` (``user:password``), ``schema.registry.bearer.auth.token``
 and ``schema.registry.ssl.cafile``; the URL rules (no credentials in it, none over plain http
-off loopback) are checked at start (:mod:`sidecar.config.registry_url`).
+off loopback) are checked at start (:mod:`timesync_wire.registry.urls`). What goes on the wire —
+the paths, the headers, what an answer means, the walk through references — is the protocol's
+(:mod:`timesync_wire.registry`), shared with the Spark jobs' transport; this module is the
+aiohttp transport and its caches.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import ssl
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 import aiohttp
 
-from sidecar.config.registry_url import shown_url
-from sidecar.registry.answers import (
+from sidecar.config.model import REGISTRY_NAMES
+from sidecar.registry.lru import Lru
+from timesync_wire.registry.answers import (
     MAX_ANSWER_BYTES,
-    MAX_REFERENCES,
     Answer,
+    Reference,
     RegisteredSchema,
     RegistryError,
     RegistryRefusedError,
@@ -59,7 +59,9 @@ from sidecar.registry.answers import (
     reference_list,
     schema_text,
 )
-from sidecar.registry.lru import Lru
+from timesync_wire.registry.protocol import ReferenceWalk, schema_by_id, subject_version
+from timesync_wire.registry.settings import RegistrySettings
+from timesync_wire.registry.urls import shown_url
 
 __all__ = [
     "RegisteredSchema",
@@ -82,32 +84,6 @@ CACHE_CAPACITY = 10_000
 CACHE_BYTES = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class RegistrySettings:
-    url: str
-    basic_auth_user_info: str = ""
-    bearer_auth_token: str = ""
-    ssl_cafile: str = ""
-
-    def __repr__(self) -> str:  # never the credentials
-        return f"RegistrySettings(url={shown_url(self.url)!r})"
-
-    def headers(self) -> dict[str, str]:
-        headers = {
-            "Accept": "application/vnd.schemaregistry.v1+json, application/json",
-            "Accept-Encoding": "identity",  # the size bound is on what is read: no decompression
-        }
-        if self.basic_auth_user_info:
-            token = base64.b64encode(self.basic_auth_user_info.encode()).decode()
-            headers["Authorization"] = f"Basic {token}"
-        elif self.bearer_auth_token:
-            headers["Authorization"] = f"Bearer {self.bearer_auth_token}"
-        return headers
-
-    def ssl_context(self) -> ssl.SSLContext | None:
-        return ssl.create_default_context(cafile=self.ssl_cafile) if self.ssl_cafile else None
-
-
 class RegistryClient:
     """Schemas by id over one kept-alive session, with bounded caches (see the module)."""
 
@@ -120,18 +96,18 @@ class RegistryClient:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
-        self.base = settings.url.rstrip("/")
+        self.base = settings.base
         self.shown = shown_url(self.base)
         self.missing_ttl_s = missing_ttl_s
         self.clock = clock
         self._ssl = settings.ssl_context()
         #: Never repeated in a reason, should the registry echo them.
-        self._secrets = _secrets(settings)
+        self._secrets = settings.secrets()
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
         self._schemas: Lru[int, RegisteredSchema] = Lru(capacity, CACHE_BYTES, _weight)
         #: Referenced subject versions: (subject, version) → (text, its own references).
-        self._texts: Lru[tuple[str, int], tuple[str, tuple[tuple[str, str, int], ...]]] = Lru(
+        self._texts: Lru[tuple[str, int], tuple[str, tuple[Reference, ...]]] = Lru(
             capacity, CACHE_BYTES, lambda t: len(t[0])
         )
         #: Ids the registry did not know: id → (reason, until when it is believed).
@@ -177,7 +153,7 @@ class RegistryClient:
             self._missing.pop(schema_id)
         what = f"schema id {schema_id}"
         try:
-            body = await self._get(f"/schemas/ids/{schema_id}", what)
+            body = await self._get(schema_by_id(schema_id), what)
             text, kind = schema_text(body, what)
             references = await self._references(reference_list(body, what))
         except SchemaNotFoundError as e:
@@ -187,28 +163,20 @@ class RegistryClient:
         self._schemas.put(schema_id, schema)
         return schema
 
-    async def _references(self, refs: tuple[tuple[str, str, int], ...]) -> dict[str, str]:
-        """Import name → text for every reference, and theirs in turn: a worklist, not recursion,
-        and at most MAX_REFERENCES subject versions in all (a cycle is followed once)."""
-        out: dict[str, str] = {}
-        seen: set[tuple[str, int]] = set()
-        pending = list(refs)
-        while pending:
-            name, subject, version = pending.pop()
-            if (subject, version) in seen:
-                continue
-            seen.add((subject, version))
-            if len(seen) > MAX_REFERENCES:
-                raise SchemaUnreadableError(f"the schema has more than {MAX_REFERENCES} references")
-            what = f"reference {name} (subject {subject} version {version})"
-            cached = self._texts.get((subject, version))
+    async def _references(self, refs: tuple[Reference, ...]) -> dict[str, str]:
+        """Import name → text for every reference, and theirs in turn (the protocol's
+        :class:`~timesync_wire.registry.protocol.ReferenceWalk`: a worklist, each subject version
+        once, at most MAX_REFERENCES in all), each subject version cached."""
+        walk = ReferenceWalk(refs)
+        while (ref := walk.next()) is not None:
+            what = f"reference {ref.name} (subject {ref.subject} version {ref.version})"
+            cached = self._texts.get((ref.subject, ref.version))
             if cached is None:
-                body = await self._get(f"/subjects/{quote(subject, safe='')}/versions/{version}", what)
+                body = await self._get(subject_version(ref.subject, ref.version), what)
                 cached = (schema_text(body, what)[0], reference_list(body, what))
-                self._texts.put((subject, version), cached)
-            out[name] = cached[0]
-            pending.extend(cached[1])
-        return out
+                self._texts.put((ref.subject, ref.version), cached)
+            walk.found(ref, *cached)
+        return walk.texts
 
     async def _get(self, path: str, what: str) -> Any:
         """GET ``path`` and interpret the answer: the decoded JSON of a 200, else a RegistryError."""
@@ -227,19 +195,11 @@ class RegistryClient:
         except Exception as e:  # whatever the transport raises: unavailable, not a crash
             reason = " ".join(f"{type(e).__name__}: {e}".split())[:200].rstrip(": ")
             raise RegistryUnavailableError(f"{self.shown}: {reason}".replace(self.base, self.shown)) from None
-        return interpret(answer, what, self.shown, time.time(), self._secrets)
+        return interpret(answer, what, self.shown, time.time(), self._secrets, names=REGISTRY_NAMES)
 
 
 def _weight(schema: RegisteredSchema) -> int:
     return len(schema.text) + sum(map(len, schema.references.values()))
-
-
-def _secrets(settings: RegistrySettings) -> tuple[str, ...]:
-    found = [settings.bearer_auth_token, settings.basic_auth_user_info]
-    if settings.basic_auth_user_info:
-        found.append(settings.basic_auth_user_info.partition(":")[2])
-        found.append(settings.headers()["Authorization"].removeprefix("Basic "))
-    return tuple(s for s in found if len(s) >= 4)
 
 
 async def _read(response: aiohttp.ClientResponse) -> tuple[bytes, bool]:

@@ -1,11 +1,12 @@
 """Resolve every schema id of a fetched batch before the batch reaches the core.
 
-The core's :class:`~sidecar.formats.extractor.SchemaTimestamp` never does I/O: it reads schemas
+The core's :class:`~sidecar.extractors.framed.SchemaTimestamp` never does I/O: it reads schemas
 from its cache. :class:`SchemaResolver` fills that cache from the registry for the ids a batch
 needs, so that ``push`` finds each one either readable or known to be unreadable:
 
-* a schema the registry gives is compiled into a reader (Avro: a reader schema projected to the
-  path; Protobuf: descriptors compiled from the text and its references);
+* a schema the registry gives is compiled and read by its format (the extractor's
+  :class:`~timesync_wire.formats.base.ValueFormat`: Avro's skip plan from the writer schema,
+  Protobuf's descriptors compiled from the text and its references);
 * an id the registry does not know (404) is cached as *unreadable* for ``missing_ttl_s``
   (``schema.registry.missing.id.ttl.ms``), then asked again: an id read before it was registered
   does not stay unknown until a restart;
@@ -26,7 +27,7 @@ needs, so that ``push`` finds each one either readable or known to be unreadable
 * refused credentials (401/403) raise :class:`~sidecar.registry.client.RegistryRefusedError`,
   which the failure table makes fatal (exit 1, one line).
 
-Every cache is bounded (:class:`~sidecar.formats.extractor.SchemaCache`, trimmed here before
+Every cache is bounded (:class:`~sidecar.extractors.schema_cache.SchemaCache`, trimmed here before
 each batch on the service's clock; the client's; the compiled Protobuf files).
 """
 
@@ -37,10 +38,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
-from sidecar.formats.avro import SchemaError, avro_time_reader
-from sidecar.formats.avro_references import standalone
-from sidecar.formats.extractor import SchemaTimestamp, TimeReader, Unreadable
-from sidecar.formats.protobuf import protobuf_time_reader
+from sidecar.extractors.framed import SchemaTimestamp
+from sidecar.extractors.schema_cache import Unreadable
 from sidecar.registry.client import (
     MAX_CONCURRENT_REQUESTS,
     RegisteredSchema,
@@ -50,7 +49,8 @@ from sidecar.registry.client import (
     SchemaUnreadableError,
 )
 from sidecar.registry.lru import Lru
-from sidecar.registry.protoc import MAIN_NAME, compile_proto
+from timesync_wire.formats.base import TimeReader
+from timesync_wire.schemas import SchemaError
 
 log = logging.getLogger("timesync")
 
@@ -58,7 +58,7 @@ FIRST_BACKOFF_S = 0.2
 MAX_BACKOFF_S = 5.0
 #: How long a schema that does not compile (or has no time at the path) is believed so.
 UNREADABLE_TTL_S = 300.0
-#: Compiled Protobuf files kept, and their total size.
+#: Compiled schemas kept (each id is compiled once, whatever its messages), and their total size.
 COMPILED_CAPACITY = 1_000
 COMPILED_BYTES = 64 * 1024 * 1024
 #: The longest reason kept from a compiler's exception.
@@ -93,8 +93,9 @@ class SchemaResolver:
         self.clock = clock
         self._waited = False
         self._warned_at = -BUDGET_WARNING_EVERY_S
-        #: Compiled Protobuf descriptor sets by schema id (one compile per id, any message).
-        self._compiled: Lru[int, bytes] = Lru(COMPILED_CAPACITY, COMPILED_BYTES, len)
+        #: Compiled schemas by schema id (one compile per id, any message): a Protobuf
+        #: descriptor set, an Avro text.
+        self._compiled: Lru[int, bytes | str] = Lru(COMPILED_CAPACITY, COMPILED_BYTES, len)
 
     async def resolve(self, extractor: SchemaTimestamp, values: Iterable[bytes | None]) -> bool:
         """Resolve the ids ``values`` need, waiting out an unavailable registry; ``False`` if the
@@ -137,7 +138,7 @@ class SchemaResolver:
         )
         now = self.clock()
         for sid, ix in past:
-            extractor.schemas.put(sid, reason, ix if extractor.format == "protobuf" else (), expires=now)
+            extractor.schemas.put(sid, reason, ix if extractor.format.message_indexes else (), expires=now)
         if now - self._warned_at >= BUDGET_WARNING_EVERY_S:
             self._warned_at = now
             log.warning(
@@ -176,17 +177,13 @@ class SchemaResolver:
             cache.put(sid, Unreadable(str(e)), expires=self.clock() + ttl)
             return
         unreadable_until = self.clock() + UNREADABLE_TTL_S
-        expected = "PROTOBUF" if extractor.format == "protobuf" else "AVRO"
-        if schema.schema_type.upper() != expected:
-            reason = f"schema id {sid} is {schema.schema_type}, not {expected}"
+        fmt = extractor.format
+        if schema.schema_type.upper() != fmt.schema_type:
+            reason = f"schema id {sid} is {schema.schema_type}, not {fmt.schema_type}"
             cache.put(sid, Unreadable(reason), expires=unreadable_until)
             return
         try:
-            if extractor.format == "avro":
-                text = standalone(schema.text, schema.references)
-                cache.put(sid, avro_time_reader(text, extractor.path, extractor.unit))
-                return
-            compiled = await self._compile(sid, schema)
+            compiled = await self._compile(extractor, sid, schema)
         except Exception as e:  # any compiler failure: this id is unreadable, never a crash
             cache.put(sid, Unreadable(_reason(e)), expires=unreadable_until)
             return
@@ -194,16 +191,21 @@ class SchemaResolver:
             reader: TimeReader | Unreadable
             expires: float | None = None
             try:
-                reader = protobuf_time_reader(compiled, MAIN_NAME, ix, extractor.path, extractor.unit)
+                reader = fmt.time_reader(extractor.path, extractor.unit, compiled, ix)
             except Exception as e:  # as above, for one message of the file
                 reader, expires = Unreadable(_reason(e)), unreadable_until
             cache.put(sid, reader, ix, expires=expires)
 
-    async def _compile(self, sid: int, schema: RegisteredSchema) -> bytes:
-        compiled = self._compiled.get(sid)
-        if compiled is None:
-            compiled = await asyncio.to_thread(compile_proto, schema.text, schema.references)
-            self._compiled.put(sid, compiled)
+    async def _compile(self, extractor: SchemaTimestamp, sid: int, schema: RegisteredSchema) -> bytes | str:
+        """The format's compile of ``schema``, once per id (in a worker thread: protoc runs a
+        child process)."""
+        known = self._compiled.get(sid)
+        if known is not None:
+            return known
+        compiled: bytes | str = await asyncio.to_thread(
+            extractor.format.compile, schema.text, schema.references
+        )
+        self._compiled.put(sid, compiled)
         return compiled
 
 

@@ -59,7 +59,7 @@ def side(
     """
     mine = deduplicate(records.filter(above_watermark(F.col("source_topic") == F.lit(source_topic))))
     if values is not None:
-        from spark_consumer.value_decoding import decoded_value
+        from spark_consumer.value_decoders import decoded_value
 
         mine = mine.withColumn("value", decoded_value(F.col("value"), values))
     mine = with_data(mine, schema)

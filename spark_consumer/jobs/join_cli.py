@@ -12,6 +12,7 @@ from spark_consumer.jobs import JobOutput
 from spark_consumer.jobs.command import Job
 from spark_consumer.options import UsageError, parse_duration
 from spark_consumer.schema_registry import value_subject
+from spark_consumer.value_decoders import formats_where, spark_decoder, with_messages, with_registry
 from spark_consumer.value_formats import BinaryValues
 
 if TYPE_CHECKING:
@@ -55,10 +56,10 @@ def plan(args: argparse.Namespace) -> JoinPlan:
     within_ms = parse_duration(args.within, "--within", allow_zero=True)
     if args.left == args.right:
         raise UsageError(f"--right: the right source topic must differ from the left ({args.left!r})")
-    if args.right_value_schema and args.value_format != "json":
+    if args.right_value_schema and spark_decoder(args.value_format).registry:
         raise UsageError(
-            f"--right-value-schema: only with --value-format json; the right side's {args.value_format} "
-            "schema is its subject's (--right-value-subject)"
+            f"--right-value-schema: only with --value-format {formats_where(lambda d: not d.registry)}; the "
+            f"right side's {args.value_format} schema is its subject's (--right-value-subject)"
         )
     options = JoinOptions(
         args.left, args.right, within_ms, args.how, args.key_field, right_values=right_registry_values(args)
@@ -73,10 +74,14 @@ def right_registry_values(args: argparse.Namespace) -> BinaryValues | None:
     if args.right_value_subject is None and args.right_value_message is None:
         return None
     flag = "--right-value-subject" if args.right_value_subject is not None else "--right-value-message"
-    if args.value_format == "json":
-        raise UsageError(f"{flag}: only with --value-format avro or protobuf (JSON: --right-value-schema)")
-    if args.right_value_message is not None and args.value_format != "protobuf":
-        raise UsageError("--right-value-message: only with --value-format protobuf")
+    decoder = spark_decoder(args.value_format)
+    if not decoder.registry:
+        raise UsageError(
+            f"{flag}: only with --value-format {formats_where(with_registry)} "
+            f"({args.value_format}: --right-value-schema)"
+        )
+    if args.right_value_message is not None and not decoder.format.message_indexes:
+        raise UsageError(f"--right-value-message: only with --value-format {formats_where(with_messages)}")
     subject = args.right_value_subject or value_subject(args.topic, args.value_subject)
     return subject_values(args, subject, args.right_value_message, "--right-value-message")
 
@@ -88,7 +93,7 @@ def build(spark: SparkSession, given: JobInput, planned: JoinPlan) -> JobOutput:
 
     left = given.value_schema
     if planned.options.right_values is not None:
-        from spark_consumer.value_decoding import value_struct
+        from spark_consumer.value_decoders import value_struct
 
         right: StructType | None = value_struct(spark, planned.options.right_values)
     elif planned.right_value_schema:

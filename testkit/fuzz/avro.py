@@ -32,15 +32,16 @@ import fastavro
 import orjson
 
 from sidecar.core.records import Record
-from sidecar.formats._avro_plan import CompiledPlan
-from sidecar.formats.avro import PlannedAvroReader, avro_time_reader
-from sidecar.formats.avro_plan import PlanError, run_plan
-from sidecar.formats.avro_references import standalone
-from sidecar.formats.avro_schema import SchemaError
-from sidecar.formats.extractor import INVALID, SchemaTimestamp, Unreadable
-from sidecar.formats.framing import frame
-from sidecar.formats.timevalues import MAX_TIMESTAMP, TimeValueError, Unit
+from sidecar.extractors.framed import INVALID, SchemaTimestamp, Unreadable
 from testkit.fuzz.payloads import Finding, campaign, mutate, timed
+from timesync_wire.formats import FORMATS
+from timesync_wire.formats._avro_plan import CompiledPlan
+from timesync_wire.formats.avro import PlannedAvroReader, avro_time_reader
+from timesync_wire.formats.avro_plan import PlanError, run_plan
+from timesync_wire.framing import frame
+from timesync_wire.schemas import SchemaError
+from timesync_wire.schemas.avro_references import standalone
+from timesync_wire.timevalues import MAX_TIMESTAMP, TimeValueError, Unit
 
 
 def _record(name: str, **fields: Any) -> dict[str, Any]:
@@ -201,7 +202,7 @@ def check_body(reader: PlannedAvroReader, body: bytes, start: int = 0) -> None:
 
 def check_extractor(made: Case, values: list[bytes | None]) -> None:
     """The core's extractor on framed values: a time or -1 each, and a reason, never a raise."""
-    extractor = SchemaTimestamp("avro", made.path, made.unit)
+    extractor = SchemaTimestamp(FORMATS["avro"], made.path, made.unit)
     extractor.schemas.put(7, made.reader)
     for sid in extractor.schemas.missing(values):  # as the service resolves them before a push
         extractor.schemas.put(sid, Unreadable(f"the registry does not know schema id {sid} (404)"))

@@ -4,8 +4,8 @@ It feeds :func:`draw_input`: JSON documents with objects and arrays on the way t
 keys, keys and strings written with every escape (surrogate pairs too, and lone ones), numbers at
 each edge orjson has (the int range, the float overflow boundary, leading zeros), odd whitespace
 — then mutated byte by byte, cut short, nested around orjson's depth limit, or plain random
-bytes. Each input, with a path and unit drawn, is judged three ways that must agree: today's
-extractor (:func:`today`: orjson and the walk, then the time rules), the specification
+bytes. Each input, with a path and unit drawn, is judged three ways that must agree: the
+reference (:func:`reference`: orjson and the walk, then the time rules), the specification
 (``timesync_wire.formats.json_scan``) and its C twin (verdict and location).
 
 Inputs are drawn by plain functions of a seeded ``random.Random`` (hypothesis's per-draw cost
@@ -27,9 +27,7 @@ from typing import Any
 
 import orjson
 
-from sidecar.core.records import Record
-from sidecar.core.timestamps import JsonTimestamp
-from sidecar.formats import timevalues
+from timesync_wire import timevalues
 from timesync_wire.formats.json_scan import INVALID, JsonSyntaxError, JsonTimeScan, Unit, locate
 
 KEYS = ("meta", "ts", "a", "", "méta", "😀", "t\x00s")
@@ -191,29 +189,27 @@ def draw_input(rng: random.Random) -> tuple[bytes, tuple[str, ...], Unit]:
     return doc, path, rng.choice(UNITS)
 
 
-def today(doc: bytes, path: Sequence[str], unit: Unit) -> int:
-    """Today's verdict: ``JsonTimestamp`` for ms, s and iso; for us (which it lacks) its walk
-    with the time rules' ``us``. Where today's extractor raises ``RecursionError`` — its reason
-    for a leaf nested about 1000 deep calls ``repr`` on it, and that escapes ``extract_all`` —
-    the verdict is INVALID: the only one a record can have, and the scanner's."""
+def reference(doc: bytes, path: Sequence[str], unit: Unit) -> int:
+    """The reference verdict, the extractor's before the scan: the document decoded by orjson,
+    the path walked through its objects, the leaf converted by the time rules. Where the walk
+    raises ``RecursionError`` (a leaf nested about 1000 deep), the verdict is INVALID: the only
+    one a record can have, and the scanner's."""
     try:
-        if unit != "us":
-            return JsonTimestamp(path, unit).extract_all([Record("t", 0, 0, timestamp=0, value=doc)])[0]
         node = orjson.loads(doc)
         for part in path:
             if not isinstance(node, dict):
                 return INVALID
             node = node[part]
-        return timevalues.to_millis(node, "plain", "us", ".".join(path))
+        return timevalues.to_millis(node, "plain", unit, ".".join(path))
     except (ValueError, KeyError, OverflowError, RecursionError):
         return INVALID
 
 
 def check(doc: bytes, path: Sequence[str], unit: Unit) -> int:
-    """Assert that today's extractor, the specification and the C scanner agree on ``doc``;
+    """Assert that the reference, the specification and the C scanner agree on ``doc``;
     the verdict."""
     scan = JsonTimeScan(path, unit, timevalues)
-    expected = today(doc, path, unit)
+    expected = reference(doc, path, unit)
     assert scan.verdict(doc) == expected, (doc, path, unit, scan.explain(doc))
     if scan.native is not None:
         try:

@@ -27,13 +27,14 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from sidecar.core.records import Record
-from sidecar.formats.avro_schema import SchemaError
-from sidecar.formats.extractor import INVALID, SchemaTimestamp, Unreadable
-from sidecar.formats.framing import frame
-from sidecar.formats.protobuf import ProtobufTimeReader, protobuf_time_reader
-from sidecar.formats.timevalues import MAX_TIMESTAMP, TimeValueError, Unit
-from sidecar.registry.protoc import MAIN_NAME, compile_proto
+from sidecar.extractors.framed import INVALID, SchemaTimestamp, Unreadable
 from testkit.fuzz.payloads import Finding, campaign, mutate, timed
+from timesync_wire.formats import FORMATS
+from timesync_wire.formats.protobuf import ProtobufTimeReader, protobuf_time_reader
+from timesync_wire.framing import frame
+from timesync_wire.schemas import SchemaError
+from timesync_wire.schemas.protoc import MAIN_NAME, compile_proto
+from timesync_wire.timevalues import MAX_TIMESTAMP, TimeValueError, Unit
 
 COMMON = 'syntax = "proto3";\npackage common;\nmessage Money { int64 cents = 1; string currency = 2; }\n'
 SCHEMA = """syntax = "proto3";
@@ -139,7 +140,7 @@ def check_body(reader: ProtobufTimeReader, body: bytes) -> None:
 def check_extractor(path: list[str], unit: Unit, values: list[bytes | None]) -> None:
     """The core's extractor on framed values: a time or -1 each, and a reason, never a raise."""
     found = seeds()
-    extractor = SchemaTimestamp("protobuf", path, unit)
+    extractor = SchemaTimestamp(FORMATS["protobuf"], path, unit)
     for ix, ix_path, ix_unit in READERS:
         if ix_path == path and ix_unit == unit:
             extractor.schemas.put(7, protobuf_time_reader(found.compiled, MAIN_NAME, ix, path, unit), ix)

@@ -28,12 +28,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sidecar.formats import timevalues
-from sidecar.formats.protobuf import ProtobufTimeReader, protobuf_time_reader
-from sidecar.registry.protoc import MAIN_NAME, compile_proto
 from testkit.fuzz.json import MAX_CALL_S, progress_printer
+from timesync_wire import timevalues
+from timesync_wire.formats.protobuf import ProtobufTimeReader, protobuf_time_reader
 from timesync_wire.formats.protobuf_compile import compile_plan
 from timesync_wire.formats.protobuf_plan import INVALID, ProtobufTimePlan, Unit, WireError, walk
+from timesync_wire.schemas.protoc import MAIN_NAME, compile_proto
 
 PROTO3 = """syntax = "proto3";
 package wire;

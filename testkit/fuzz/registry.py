@@ -5,7 +5,7 @@ other), a body, whether the body was cut at the size bound, a ``Retry-After`` an
 header — built by mutating real answers (a schema with references, Protobuf's, a 404's and a
 429's error bodies, an HTML page, JSON nested deep): bytes flipped, inserted, deleted, chunks
 duplicated or cut, JSON values swapped for others of another type. Each goes through
-:func:`sidecar.registry.answers.interpret`, then :func:`schema_text` and :func:`reference_list`,
+:func:`timesync_wire.registry.answers.interpret`, then :func:`schema_text` and :func:`reference_list`,
 as the client does. The verdict must be a schema (text, type, references of the right types) or
 one :class:`RegistryError` of one line, within :data:`MAX_CALL_S` of CPU time; anything else stops the
 campaign, which is the finding. The suite runs the same checks a few hundred times
@@ -20,7 +20,7 @@ import random
 import sys
 import time
 
-from sidecar.registry.answers import (
+from timesync_wire.registry.answers import (
     MAX_RETRY_AFTER_S,
     Answer,
     RegistryError,
@@ -29,9 +29,12 @@ from sidecar.registry.answers import (
     reference_list,
     schema_text,
 )
+from timesync_wire.registry.urls import SettingNames
 
 MAX_CALL_S = 1.0
 WHERE = "https://registry.example:8081/apis/ccompat/v7"
+#: How the reasons name the settings (each half has its own names).
+NAMES = SettingNames("registry.url", "registry.cafile", "registry.user.info", "registry.credentials")
 
 SEEDS: list[bytes] = [
     json.dumps(
@@ -100,7 +103,7 @@ def check(answer: Answer) -> None:
     """One input: raises AssertionError (or whatever escaped) on a finding."""
     started = time.thread_time()  # CPU time: a loaded machine's scheduling is no finding
     try:
-        decoded = interpret(answer, "schema id 7", WHERE, 1.7e9, ("tok-secret",))
+        decoded = interpret(answer, "schema id 7", WHERE, 1.7e9, ("tok-secret",), names=NAMES)
         text, kind = schema_text(decoded, "schema id 7")
         refs = reference_list(decoded, "schema id 7")
     except RegistryError as e:

@@ -86,6 +86,10 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
         assert r["records_per_s"] is not None
         assert r["time_split_ms"]["batches"] >= 1, f"spark {job}: no batch after the first was split"
 
+    # The sidecar drained the same records with each extractor of the quick plan, and stamped
+    # the time each extractor reads (bench.extractors_e2e checks the output's edges).
+    assert set(results["extractors_e2e"]["extractors"]) == {"record", "json:meta.ts"}
+
     plots = [quick_run / f"latency-disorder-{w['name']}.png" for w in results["workloads"]]
     plots += [quick_run / "throughput.png", quick_run / "latency-cdf.png"]
     plots += [quick_run / "curves-partitions.png", quick_run / "curves-record-size.png"]
@@ -102,6 +106,7 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
         "## Spark",
         "## Spark jobs: records/s",
         "Where those batches spent their time",
+        "## Timestamp extractors end to end",
         *(f"## {w['name']}" for w in results["workloads"]),
     ):
         assert heading in report
@@ -117,3 +122,4 @@ def test_quick_run_writes_results_plots_and_report(quick_run: Path) -> None:
     )
     assert "| suppress |" in blocks["results"], "the Spark jobs' rates are missing from the block"
     assert "bounds the pipeline" in blocks["sizing"]
+    assert "| `json:meta.ts` |" in blocks["extractors"].split("#### End to end")[1]

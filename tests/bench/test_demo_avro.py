@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from bench import demo_avro
-from spark_consumer import framing
 from testkit import workloads
+from timesync_wire import framing
 
 
 def test_the_demo_format_defaults_to_json_and_refuses_what_it_does_not_know(

@@ -101,7 +101,15 @@ def test_the_chart_accepts_every_value_of_every_literal_and_nothing_near_it() ->
 
 @pytest.mark.parametrize(
     "spec",
-    ["record", "json:ts", "json:meta.ts:iso", "avro:meta.ts", "avro:event.at:us", "protobuf:meta.ts:s"],
+    [
+        "record",
+        "json:ts",
+        "json:meta.ts:iso",
+        "json:ts:us",
+        "avro:meta.ts",
+        "avro:event.at:us",
+        "protobuf:meta.ts:s",
+    ],
 )
 def test_the_chart_accepts_every_extractor_form_the_sidecar_accepts(spec: str) -> None:
     from sidecar.config import load_config

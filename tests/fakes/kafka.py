@@ -43,17 +43,10 @@ from aiokafka.record.default_records import DefaultRecordBatch
 from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from sidecar.config import SidecarConfig
-from sidecar.core.stamping import (
-    ERRORS_LAST_OFFSET,
-    ERRORS_OFFSET,
-    ERRORS_PARTITION,
-    ERRORS_TOPIC,
-    SOURCE_OFFSET,
-    SOURCE_PARTITION,
-    SOURCE_TOPIC,
-)
+from sidecar.core.stamping import ERRORS_LAST_OFFSET, ERRORS_OFFSET, ERRORS_PARTITION, ERRORS_TOPIC
 from sidecar.kafka.assignor import deal_tasks
 from sidecar.kafka.unreadable import UnreadableRecords
+from timesync_wire.headers import SOURCE_OFFSET, SOURCE_PARTITION, SOURCE_TOPIC
 
 OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
 

@@ -28,8 +28,9 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, ti
 
 from sidecar.kafka.admin import TopicSpec
 from spark_consumer.protobuf_rows import FramedDecoder
-from spark_consumer.schema_registry import RegistryClient, RegistrySettings
-from spark_consumer.value_formats import ProtobufValues, plan_values
+from spark_consumer.schema_registry import RegistryClient, checked_settings
+from spark_consumer.value_decoders import plan_values
+from spark_consumer.value_formats import ProtobufValues
 from testkit import kafka_io, ordered
 
 from .conftest import StartSidecar
@@ -158,7 +159,7 @@ async def test_protobuf_from_confluents_serializer_registered_as_descriptors_mer
     assert ";" not in latest.schema.schema_str
     # And Spark's `--value-format protobuf --value-message shop.Payment` decodes the serializer's
     # values from that same registration (Payment is the file's second message: indexes [1]).
-    registry = RegistryClient(RegistrySettings(schema_registry))
+    registry = RegistryClient(checked_settings(schema_registry))
     values = plan_values("protobuf", registry, f"{src}-value", "shop.Payment")
     assert isinstance(values, ProtobufValues)
     assert values.message_indexes == (1,)

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from sidecar.core.stamping import header_key_bytes
-from sidecar.formats.framing import encode_message_indexes, frame
 from sidecar.kafka.admin import TopicSpec
 from testkit import kafka_io, ordered, raw_batches
+from timesync_wire.framing import encode_message_indexes, frame
+from timesync_wire.headers import header_key_bytes
 
 from .conftest import StartSidecar
 from .test_schema_registry import register

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from sidecar.formats.framing import frame
 from sidecar.kafka.admin import TopicSpec
-from sidecar.registry.protoc import compile_proto
 from testkit import kafka_io, ordered
+from timesync_wire.framing import frame
+from timesync_wire.schemas.protoc import compile_proto
 
 from .conftest import StartSidecar
 from .test_schema_registry import avro_body, produce, register

@@ -30,10 +30,10 @@ import fastavro
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from sidecar.formats.framing import frame
 from sidecar.kafka.admin import TopicSpec
-from sidecar.registry.protoc import compile_proto
 from testkit import kafka_io, ordered
+from timesync_wire.framing import frame
+from timesync_wire.schemas.protoc import compile_proto
 
 from .conftest import StartSidecar
 

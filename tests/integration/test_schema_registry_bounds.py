@@ -22,9 +22,9 @@ from collections.abc import Callable
 
 import pytest
 
-from sidecar.formats.framing import frame
 from sidecar.kafka.admin import TopicSpec
 from testkit import kafka_io, ordered
+from timesync_wire.framing import frame
 
 from .conftest import StartSidecar
 from .test_schema_registry import DAY, avro_body, avro_schema, order, produce, register

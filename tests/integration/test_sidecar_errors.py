@@ -100,7 +100,9 @@ async def test_invalid_json_timestamps_with_tolerance_all_land_in_the_dlq_with_r
     assert [(o.source_offset, o.timestamp) for o in good] == [(0, 1_000), (2, 2_000), (5, 3_000)]
     reasons = {int(dict(r.headers)["__connect.errors.offset"]): dict(r.headers) for r in dead}
     assert sorted(reasons) == [1, 3, 4]
-    assert reasons[1]["__connect.errors.exception.message"] == b"value is not JSON"
+    assert reasons[1]["__connect.errors.exception.message"] == (
+        b"value is not JSON: no JSON value where one was expected at byte 0"
+    )
     assert reasons[3]["__connect.errors.exception.message"] == b"field ts is missing"
     assert reasons[4]["__connect.errors.exception.message"] == b"field ts is not a number: 'soon'"
     assert all(h["__connect.errors.topic"] == src.encode() for h in reasons.values())
@@ -117,7 +119,11 @@ async def test_invalid_json_timestamps_with_tolerance_all_land_in_the_dlq_with_r
 @pytest.mark.parametrize(
     ("bad", "reason", "stopping"),
     [
-        (b"not json at all", "value is not JSON", "timestamp.invalid=fail, errors.tolerance=none"),
+        (
+            b"not json at all",
+            "value is not JSON: no JSON value where one was expected at byte 0",
+            "timestamp.invalid=fail, errors.tolerance=none",
+        ),
         # Two hours ahead of the clock: the output topic's broker (after.max.ms = 1 h) would refuse it.
         (
             "two hours ahead",

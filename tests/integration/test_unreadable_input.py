@@ -22,9 +22,9 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from sidecar.core.stamping import header_key_bytes
 from sidecar.kafka.admin import TopicSpec
 from testkit import kafka_io, offsets_command, ordered, raw_batches
+from timesync_wire.headers import header_key_bytes
 
 from .conftest import StartSidecar
 

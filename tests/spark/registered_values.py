@@ -11,9 +11,9 @@ from typing import Any
 
 import fastavro
 
-from spark_consumer import framing
-from spark_consumer.protobuf_rows import file_descriptor, message_descriptor
 from spark_consumer.protobuf_schema import compile_descriptor_set
+from timesync_wire import framing
+from timesync_wire.schemas.protobuf_files import load_file, message_at
 
 
 def register(url: str, subject: str, schema: str, schema_type: str = "AVRO") -> int:
@@ -54,7 +54,7 @@ class ProtobufWriter:
         from google.protobuf import message_factory
 
         descriptors = compile_descriptor_set(file_name, {file_name: proto})
-        message = message_descriptor(file_descriptor(descriptors, file_name), (0,))
+        message = message_at(load_file(descriptors, file_name), (0,))
         assert message is not None
         self.cls = message_factory.GetMessageClass(message)
         self.schema_id = schema_id

@@ -26,17 +26,17 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DoubleType, LongType, StringType, StructField, StructType
 
-from spark_consumer import framing
 from spark_consumer.jobs import aggregate
 from spark_consumer.jobs.aggregate import AggregateOptions
 from spark_consumer.metrics import sum_drops
 from spark_consumer.options import AggSpec, WindowSpec
 from spark_consumer.protobuf_schema import compile_descriptor_set, message_path
-from spark_consumer.value_decoding import decoded_value, value_struct
+from spark_consumer.value_decoders import decoded_value, value_struct
 from spark_consumer.value_formats import AvroValues, BinaryValues, ProtobufValues
 from spark_consumer.value_limits import MAX_BYTES_KEY, MAX_ITEMS_KEY, ValueLimits
 from spark_consumer.values import with_data
 from tests.spark.ordered_topic import Stamper
+from timesync_wire import framing
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -194,7 +194,7 @@ def protobuf_corpus() -> dict[str, bytes]:
         "wrong magic byte": b"\x01" + frame(good)[1:],
         "unknown schema id": framing.frame(SCHEMA_ID + 1, good, (0,)),
         "another message of the file": framing.frame(SCHEMA_ID, length_delimited(1, b"n"), (1,)),
-        "33 message indexes (the sidecar allows 100)": indexes(33) + good,
+        "33 message indexes, none the job's message": indexes(33) + good,
         "101 message indexes": indexes(101) + good,
         "2^62 message indexes": indexes(1 << 62) + good,
         "a negative index count": indexes(-2) + good,

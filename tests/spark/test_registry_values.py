@@ -21,20 +21,22 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_consumer import framing
 from spark_consumer.cli import main
 from spark_consumer.options import UsageError
-from spark_consumer.protobuf_rows import FramedDecoder, file_descriptor, message_descriptor, struct_type
+from spark_consumer.protobuf_rows import FramedDecoder, struct_type
 from spark_consumer.protobuf_schema import ProtoCompileError, compile_descriptor_set
 from spark_consumer.schema_registry import (
     RegistryClient,
     RegistryError,
-    RegistrySettings,
+    checked_settings,
     shown_url,
     value_subject,
 )
-from spark_consumer.value_formats import AvroValues, ProtobufValues, plan_values
+from spark_consumer.value_decoders import plan_values
+from spark_consumer.value_formats import AvroValues, ProtobufValues
 from tests.spark.fake_registry import fake_registry, versions
+from timesync_wire import framing
+from timesync_wire.schemas.protobuf_files import load_file, message_at
 
 V1 = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]})
 V2 = json.dumps(
@@ -49,44 +51,6 @@ AGGREGATE = ["aggregate", *COMMON, "--sink", "console", "--size", "5s", "--key-f
 JOIN = ["join", *COMMON, "--sink", "console", "--left", "a", "--right", "b", "--within", "1s"]
 
 
-# --- framing ------------------------------------------------------------------------------------
-
-
-def test_an_avro_frame_is_magic_zero_a_big_endian_id_then_the_body() -> None:
-    value = b"\x00\x00\x00\x01\x02body"
-    assert framing.split(value) == framing.Frame(258, (), b"body")
-    assert framing.frame(258, b"body") == value
-
-
-@pytest.mark.parametrize(
-    ("value", "why"),
-    [
-        (None, "null"),
-        (b"\x00\x00\x00\x01", "four bytes"),
-        (b"\x01\x00\x00\x00\x01body", "magic 1"),
-        (b"", "empty"),
-    ],
-)
-def test_what_is_not_framed_gives_none(value: bytes | None, why: str) -> None:
-    assert framing.split(value) is None, why
-
-
-def test_protobuf_first_message_is_a_single_zero_byte_after_the_id() -> None:
-    value = b"\x00\x00\x00\x00\x07\x00body"
-    assert framing.split(value, protobuf=True) == framing.Frame(7, (0,), b"body")
-    assert framing.frame(7, b"body", (0,)) == value
-
-
-@pytest.mark.parametrize("indexes", [(1,), (0, 2), (3, 0, 1), (70,)])
-def test_protobuf_message_indexes_round_trip_as_zigzag_varints(indexes: tuple[int, ...]) -> None:
-    value = framing.frame(9, b"xy", indexes)
-    assert framing.split(value, protobuf=True) == framing.Frame(9, indexes, b"xy")
-
-
-def test_protobuf_indexes_that_run_off_the_end_are_not_framed() -> None:
-    assert framing.split(b"\x00\x00\x00\x00\x07\x80", protobuf=True) is None
-
-
 # --- subjects, settings, the client ----------------------------------------------------------
 
 
@@ -96,19 +60,19 @@ def test_the_value_subject_is_the_topic_name_strategy_unless_overridden() -> Non
 
 
 def test_secrets_are_never_shown() -> None:
-    settings = RegistrySettings("https://reg:8081/apis/ccompat/v7", basic_auth_user_info="bob:hunter2")
+    settings = checked_settings("https://reg:8081/apis/ccompat/v7", basic_auth_user_info="bob:hunter2")
     assert "hunter2" not in repr(settings)
     assert shown_url("https://u:pw@reg:8081/apis/ccompat/v7") == "https://***@reg:8081/apis/ccompat/v7"
     with pytest.raises(UsageError, match="value hidden") as e:
-        RegistrySettings("http://reg", basic_auth_user_info="no-colon-secret")
+        checked_settings("http://reg", basic_auth_user_info="no-colon-secret")
     assert "no-colon-secret" not in str(e.value)
 
 
 def test_basic_auth_and_bearer_token_are_sent_as_authorization() -> None:
     routes = versions("s", (1, "AVRO", V1))
     with fake_registry(routes) as (url, seen):
-        RegistryClient(RegistrySettings(url, basic_auth_user_info="bob:pw")).versions("s")
-        RegistryClient(RegistrySettings(url, bearer_auth_token="tok")).versions("s")
+        RegistryClient(checked_settings(url, basic_auth_user_info="bob:pw")).versions("s")
+        RegistryClient(checked_settings(url, bearer_auth_token="tok")).versions("s")
     assert seen[0]["Authorization"] == "Basic " + base64.b64encode(b"bob:pw").decode()
     assert seen[1]["Authorization"] == "Bearer tok"
 
@@ -116,14 +80,14 @@ def test_basic_auth_and_bearer_token_are_sent_as_authorization() -> None:
 def test_refused_credentials_are_one_line_without_the_secret() -> None:
     refusing = fake_registry({"/subjects/s/versions": (401, {"message": "Unauthorized"})})
     with refusing as (url, _), pytest.raises(RegistryError, match=r"refused the credentials \(401\)") as e:
-        RegistryClient(RegistrySettings(url, basic_auth_user_info="bob:hunter2")).versions("s")
+        RegistryClient(checked_settings(url, basic_auth_user_info="bob:hunter2")).versions("s")
     assert "hunter2" not in str(e.value)
     assert "\n" not in str(e.value)
 
 
 def test_an_unknown_subject_names_it_and_the_option() -> None:
     with fake_registry({}) as (url, _), pytest.raises(RegistryError, match="--value-subject") as e:
-        plan_values("avro", RegistryClient(RegistrySettings(url)), "nope-value")
+        plan_values("avro", RegistryClient(checked_settings(url)), "nope-value")
     assert "/subjects/nope-value/versions (404): Subject not found" in str(e.value)
 
 
@@ -131,7 +95,7 @@ def test_an_unreachable_registry_is_one_line() -> None:
     with pytest.raises(
         RegistryError, match=r"schema registry at http://127\.0\.0\.1:1/subjects/s/versions did"
     ):
-        RegistryClient(RegistrySettings("http://127.0.0.1:1"), timeout_s=2).versions("s")
+        RegistryClient(checked_settings("http://127.0.0.1:1"), timeout_s=2).versions("s")
 
 
 # --- plan_values -----------------------------------------------------------------------------
@@ -139,12 +103,12 @@ def test_an_unreachable_registry_is_one_line() -> None:
 
 def test_avro_keeps_every_version_as_a_writer_and_reads_as_the_latest() -> None:
     with fake_registry(versions("t-value", (11, "AVRO", V1), (12, "AVRO", V2))) as (url, _):
-        values = plan_values("avro", RegistryClient(RegistrySettings(url)), "t-value")
+        values = plan_values("avro", RegistryClient(checked_settings(url)), "t-value")
     assert values == AvroValues("t-value", V2, {11: V1, 12: V2})
 
 
 def test_avro_references_are_defined_in_the_schemas_spark_reads() -> None:
-    from tests.unit.formats.test_avro_references import META, ORDER, REGION
+    from tests.unit.wire.test_avro_references import META, ORDER, REGION
 
     routes = {
         **versions(
@@ -163,7 +127,7 @@ def test_avro_references_are_defined_in_the_schemas_spark_reads() -> None:
         **versions("region", (31, "AVRO", json.dumps(REGION))),
     }
     with fake_registry(routes) as (url, _):
-        values = plan_values("avro", RegistryClient(RegistrySettings(url)), "t-value")
+        values = plan_values("avro", RegistryClient(checked_settings(url)), "t-value")
     assert isinstance(values, AvroValues)
     reader = json.loads(values.reader_schema)
     assert {f["name"]: f["type"] for f in reader["fields"]}["meta"]["name"] == "Meta"  # defined in place
@@ -176,7 +140,7 @@ def test_a_subject_of_the_other_format_is_refused() -> None:
         avro_only as (url, _),
         pytest.raises(UsageError, match=r"'t-value' holds AVRO schemas .* not PROTOBUF"),
     ):
-        plan_values("protobuf", RegistryClient(RegistrySettings(url)), "t-value")
+        plan_values("protobuf", RegistryClient(checked_settings(url)), "t-value")
 
 
 UNITS = 'syntax = "proto3";\npackage u;\nenum Unit { C = 0; F = 1; }\n'
@@ -213,14 +177,14 @@ def _reading_routes() -> dict[str, Any]:
 
 def _reading_values(message: str | None = None) -> ProtobufValues:
     with fake_registry(_reading_routes()) as (url, _):
-        values = plan_values("protobuf", RegistryClient(RegistrySettings(url)), "t-value", message)
+        values = plan_values("protobuf", RegistryClient(checked_settings(url)), "t-value", message)
     assert isinstance(values, ProtobufValues)
     return values
 
 
 def test_protobuf_compiles_the_latest_with_its_references_and_well_known_imports() -> None:
     values = _reading_values()
-    message = message_descriptor(file_descriptor(values.descriptor_set, values.file_name), (0,))
+    message = message_at(load_file(values.descriptor_set, values.file_name), (0,))
     assert message is not None
     assert message.full_name == "r.Reading"
     assert struct_type(message) == StructType(
@@ -239,7 +203,7 @@ def test_protobuf_compiles_the_latest_with_its_references_and_well_known_imports
 
 def test_a_framed_protobuf_value_decodes_to_its_row_and_anything_else_to_none() -> None:
     values = _reading_values()
-    message = message_descriptor(file_descriptor(values.descriptor_set, values.file_name), (0,))
+    message = message_at(load_file(values.descriptor_set, values.file_name), (0,))
     cls = message_factory.GetMessageClass(message)
     body = cls(device="d", n=3, unit=1, at={"seconds": 2}, xs=[1, 2], tags={"k": 4}).SerializeToString()
     decode = FramedDecoder(values.descriptor_set, values.file_name, values.schema_ids)
@@ -275,7 +239,7 @@ def test_value_message_chooses_the_message_and_so_the_message_indexes_that_decod
 ) -> None:
     values = _reading_values(message)
     assert (values.message_indexes, values.message_name) == (indexes, full_name)
-    descriptor = message_descriptor(file_descriptor(values.descriptor_set, values.file_name), indexes)
+    descriptor = message_at(load_file(values.descriptor_set, values.file_name), indexes)
     assert descriptor is not None
     cls = message_factory.GetMessageClass(descriptor)
     first_field = descriptor.fields[0].name  # a string in each of them

@@ -8,11 +8,11 @@ from collections.abc import Callable
 import pytest
 from pyspark.sql import SparkSession
 
-from sidecar.core.stamping import header_key_bytes
 from spark_consumer.source import ordered_records
 from testkit import raw_batches
 from tests.spark import ordered_topic
 from tests.spark.ordered_topic import Stamper
+from timesync_wire.headers import header_key_bytes
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
 

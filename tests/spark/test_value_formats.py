@@ -16,7 +16,6 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from spark_consumer import framing
 from spark_consumer.cli import Plan, build_parser
 from spark_consumer.common_options import job_input
 from spark_consumer.jobs import JobOutput, aggregate, join, suppress
@@ -25,13 +24,14 @@ from spark_consumer.jobs.join import JoinOptions
 from spark_consumer.jobs.suppress import SuppressOptions
 from spark_consumer.options import AggSpec, WindowSpec
 from spark_consumer.schema import load_schema
-from spark_consumer.schema_registry import RegistryClient, RegistrySettings, value_subject
+from spark_consumer.schema_registry import RegistryClient, checked_settings, value_subject
 from spark_consumer.source import SourceOptions
-from spark_consumer.value_decoding import decoded_value, value_struct
-from spark_consumer.value_formats import AvroValues, plan_values
+from spark_consumer.value_decoders import decoded_value, plan_values, value_struct
+from spark_consumer.value_formats import AvroValues
 from spark_consumer.values import with_data
 from tests.spark import registered_values
 from tests.spark.ordered_topic import OrderedRecord, Stamper
+from timesync_wire import framing
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker, pytest.mark.slow]
 
@@ -104,7 +104,7 @@ def _with_avro(spark: SparkSession, url: str, src: SourceOptions) -> tuple[Sourc
     """The schemas registered for ``src``'s topic, resolved as the CLI does before Spark starts."""
     subject = value_subject(src.topic)
     records = _avro_records(url, subject)
-    values = plan_values("avro", RegistryClient(RegistrySettings(url)), subject)
+    values = plan_values("avro", RegistryClient(checked_settings(url)), subject)
     assert sorted(values.writer_schemas) == sorted(set(values.writer_schemas))  # both versions
     assert len(values.writer_schemas) == 2
     return dataclasses.replace(src, values=values), (records, value_struct(spark, values))
@@ -189,7 +189,7 @@ def test_join_on_protobuf_values_keys_on_a_decoded_field(
             value = write(device=device, temp=float(ts), taken={"seconds": ts})
             records.append(stamp.record(ts, value, key="same", topic=topic))
         records.append(stamp.heartbeat(40))
-        values = plan_values("protobuf", RegistryClient(RegistrySettings(schema_registry)), subject)
+        values = plan_values("protobuf", RegistryClient(checked_settings(schema_registry)), subject)
         source = dataclasses.replace(src, values=values)
         schema = value_struct(spark, values)
         options = JoinOptions("left", "right", 6, "inner", "device", schema, schema)
@@ -289,7 +289,7 @@ def test_avro_values_that_do_not_decode_are_null_not_a_failed_query(
 ) -> None:
     subject = f"{topic_name('bad')}-value"
     first = registered_values.register(schema_registry, subject, READING_V1)
-    values = plan_values("avro", RegistryClient(RegistrySettings(schema_registry)), subject)
+    values = plan_values("avro", RegistryClient(checked_settings(schema_registry)), subject)
     good = registered_values.avro(first, READING_V1, {"device": "a", "temp": 1.0})
     cases = [
         good,
@@ -333,7 +333,7 @@ def test_avro_with_a_schema_reference_decodes_with_the_referenced_type_in_place(
         json.dumps(reading),
         [{"name": "geo.Place", "subject": place_subject, "version": 1}],
     )
-    values = plan_values("avro", RegistryClient(RegistrySettings(schema_registry)), subject)
+    values = plan_values("avro", RegistryClient(checked_settings(schema_registry)), subject)
     assert isinstance(values, AvroValues)
     value = registered_values.avro(sid, values.reader_schema, {"device": "a", "at": {"site": "s1"}})
     frame = spark.createDataFrame([(value,)], "value BINARY")

@@ -248,7 +248,7 @@ def test_a_key_with_no_close_match_gets_no_hint() -> None:
         ("task.grouping=pairs", "--set", "task.grouping = 'pairs' (from --set): Input should be 'single'"),
         ("buffered.records.per.partition=0", "--set", "greater than or equal to 1"),
         ("http.port=70000", "--set", "http.port = '70000' (from --set): Input should be less than"),
-        ("timestamp.extractor=json:", "--set", "expected 'record', 'json:<dotted.path>[:ms|s|iso]'"),
+        ("timestamp.extractor=json:", "--set", "expected 'record' or 'json:<dotted.path>[:ms|s|us|iso]'"),
         ("timestamp.extractor=json:ts:hours", "--set", "unknown unit 'hours'"),
         ("late.records=topic:", "--set", "expected forward, drop or topic:<name>"),
         ("errors.deadletterqueue.max.ratio=0", "--set", "greater than 0"),

@@ -100,8 +100,16 @@ FORMS = [
     ("input.topics", ["a", "a,b", "a, b"], ["", "a,,b", ",", "a,"]),
     (
         "timestamp.extractor",
-        ["record", "json:ts", "json:meta.ts:iso", "avro:meta.ts", "avro:ts:us", "protobuf:event.at:s"],
-        ["json", "avro:", "xml:ts", "json:a..b", "json:.a", "json:ts:min", "json:ts:us", "Record"],
+        [
+            "record",
+            "json:ts",
+            "json:meta.ts:iso",
+            "avro:meta.ts",
+            "avro:ts:us",
+            "json:ts:us",
+            "protobuf:event.at:s",
+        ],
+        ["json", "avro:", "xml:ts", "json:a..b", "json:.a", "json:ts:min", "avro:ts:ns", "Record"],
     ),
     (
         "schema.registry.url",

@@ -101,7 +101,7 @@ def test_markdown_is_one_table_row_per_key_with_pipes_escaped() -> None:
     assert lines[0] == "| key | default | accepts | meaning |"
     assert len(lines) == 2 + len(KEYS)
     extractor = next(line for line in lines if line.startswith("| `timestamp.extractor` |"))
-    assert "`json:<dotted.path>[:ms\\|s\\|iso]`" in extractor
+    assert "`json:<dotted.path>[:ms\\|s\\|us\\|iso]`" in extractor
     assert extractor.count(" | ") == 3, "no unescaped pipe splits a cell"
     group = next(line for line in lines if line.startswith("| `group.id` |"))
     assert "`timesync-<output.topic>`" in group, "code spans of the docstring kept"

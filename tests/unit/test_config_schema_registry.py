@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from sidecar.config import ConfigError, SidecarConfig, load_config
-from sidecar.config.registry_url import shown_url
 from sidecar.registry.batches import registry_settings
+from timesync_wire.registry.urls import shown_url
 
 REQUIRED = ["bootstrap.servers=127.0.0.1:9092", "input.topics=a,b", "output.topic=out"]
 SECRET = "hunter2-s3cret"

@@ -19,6 +19,7 @@ from sidecar.service.grouping import GROUPINGS
 from sidecar.service.metrics import Metrics
 from tests.fakes.kafka import FakeCluster
 from tests.unit.service.harness import OUT, config, sidecar, sources
+from timesync_wire import headers
 
 CONTRACTS = Path(__file__).resolve().parents[2] / "docs" / "contracts.md"
 
@@ -35,8 +36,13 @@ def table_names(text: str, prefix: str) -> list[str]:
     return re.findall(rf"^\| `({re.escape(prefix)}[^`]*)` \|", text, flags=re.M)
 
 
-def test_the_header_table_is_the_stamping_module() -> None:
-    written = {v for k, v in vars(stamping).items() if k.isupper() and isinstance(v, str)}
+def test_the_header_table_is_the_header_contract_and_the_stamping_module() -> None:
+    written = {
+        v
+        for module in (headers, stamping)  # the timesync.* contract, and the dead letters' headers
+        for k, v in vars(module).items()
+        if k.isupper() and k != "PREFIX" and isinstance(v, str)
+    }
     timesync_headers = {h for h in written if h.startswith("timesync.")}
     assert sorted(table_names(section("The ordered topic"), "timesync.")) == sorted(timesync_headers)
     connect = set(re.findall(r"`(__connect\.errors\.[a-z.]+)`", section("The ordered topic")))

@@ -156,6 +156,27 @@ def test_the_wire_layer_imports_neither_half_nor_an_event_loop() -> None:
     assert not found, f"timesync_wire must not import these: {found}"
 
 
+def test_the_halves_meet_only_in_the_wire_layer(graph: dict[str, set[str]]) -> None:
+    """``spark_consumer → timesync_wire ← sidecar`` (issue 33): the Spark jobs import nothing of
+    the sidecar and the sidecar nothing of the Spark jobs; what both read alike is below them."""
+    halves = {"sidecar": "spark_consumer", "spark_consumer": "sidecar"}
+    crossing = sorted(
+        f"{module} → {target}"
+        for module, targets in graph.items()
+        if module.split(".")[0] in halves
+        for target in targets
+        if target.split(".")[0] == halves[module.split(".")[0]]
+    )
+    assert not crossing, "the halves import each other:\n" + "\n".join(crossing)
+    for half in halves:
+        assert any(
+            target.startswith("timesync_wire")
+            for module, targets in graph.items()
+            if module.startswith(half)
+            for target in targets
+        ), f"{half} reads no wire format from timesync_wire"
+
+
 def test_every_kind_of_import_is_an_edge(tmp_path: Path) -> None:
     """The reader sees what Python would run: absolute and relative, ``TYPE_CHECKING`` and inside
     functions, ``from pkg import submodule`` as the submodule, a name as its package."""

@@ -13,17 +13,16 @@ from google.protobuf import message_factory
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spark_consumer import framing
 from spark_consumer.options import UsageError
 from spark_consumer.protobuf_rows import (
     MAX_DEPTH,
     FramedDecoder,
-    file_descriptor,
-    message_descriptor,
     struct_type,
 )
 from spark_consumer.protobuf_schema import compile_descriptor_set
 from spark_consumer.value_limits import ValueLimits
+from timesync_wire import framing
+from timesync_wire.schemas.protobuf_files import load_file, message_at
 
 PROTO2 = """
 syntax = "proto2";
@@ -52,7 +51,7 @@ def descriptors(proto: str = PROTO2) -> bytes:
 
 
 def reading(**fields: Any) -> bytes:
-    message = message_descriptor(file_descriptor(descriptors(), "rows.proto"), (0,))
+    message = message_at(load_file(descriptors(), "rows.proto"), (0,))
     assert message is not None
     return bytes(message_factory.GetMessageClass(message)(**fields).SerializeToString())
 
@@ -151,7 +150,7 @@ def _nested(depth: int) -> str:
 def test_messages_nested_deeper_than_the_runtime_parses_are_refused_at_plan_time() -> None:
     for depth, refused in ((MAX_DEPTH, False), (MAX_DEPTH + 1, True)):
         deep = compile_descriptor_set("deep.proto", {"deep.proto": _nested(depth)})
-        message = message_descriptor(file_descriptor(deep, "deep.proto"), (0,))
+        message = message_at(load_file(deep, "deep.proto"), (0,))
         assert message is not None
         if refused:
             with pytest.raises(UsageError, match=rf"deep\.M0 nests messages more than {MAX_DEPTH} deep"):
@@ -178,7 +177,7 @@ def test_bodies_nested_past_the_runtimes_limit_do_not_decode() -> None:
 
 # --- mutated bodies ------------------------------------------------------------------------------
 
-FIELDS = set(struct_type(message_descriptor(file_descriptor(descriptors(), "rows.proto"), (0,))).fieldNames())  # type: ignore[arg-type]
+FIELDS = set(struct_type(message_at(load_file(descriptors(), "rows.proto"), (0,))).fieldNames())  # type: ignore[arg-type]
 
 
 @st.composite

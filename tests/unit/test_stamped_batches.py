@@ -26,21 +26,14 @@ from hypothesis import strategies as st
 
 from sidecar.config import load_config
 from sidecar.core.records import DeadLetter, Emit, Late
-from sidecar.core.stamping import (
-    ENFORCED,
-    LATE,
-    SOURCE_OFFSET,
-    STREAM_TIME,
-    WATERMARK,
-    Stamper,
-    header_key_bytes,
-)
+from sidecar.core.stamping import Stamper
 from sidecar.kafka._fetched import PartitionReader
 from sidecar.output import encoder as output_encoder
 from sidecar.output.batches import StampedBatch, compressor, native_stamping_available
 from sidecar.output.encoder import NativeEncoder, PythonEncoder, choose_encoder
 from sidecar.output.python_batch import PythonBatch
 from sidecar.service.supervisor import Supervisor
+from timesync_wire.headers import ENFORCED, LATE, SOURCE_OFFSET, STREAM_TIME, WATERMARK, header_key_bytes
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}

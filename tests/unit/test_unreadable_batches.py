@@ -21,12 +21,12 @@ from aiokafka.record.util import calc_crc32c, encode_varint
 from aiokafka.structs import TopicPartition
 
 from sidecar.core.records import Emit
-from sidecar.core.stamping import header_key_bytes
 from sidecar.kafka import codecs, fetch_hook
 from sidecar.kafka._fetched import PartitionReader
 from sidecar.kafka.unreadable import UnreadableRecords
 from sidecar.output.batches import compressor
 from sidecar.output.encoder import NativeEncoder, PythonEncoder
+from timesync_wire.headers import header_key_bytes
 
 TP = TopicPartition("clicks", 4)
 RAW_KEY = b"\xff\xfe-trace"

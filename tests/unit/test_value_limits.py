@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from spark_consumer.options import UsageError
-from spark_consumer.schema_registry import RegistryClient, RegistrySettings
+from spark_consumer.schema_registry import RegistryClient, checked_settings
 from spark_consumer.session import SessionOptions, session_conf
-from spark_consumer.value_formats import plan_values
+from spark_consumer.value_decoders import plan_values
 from spark_consumer.value_limits import (
     AVRO_BYTES,
     AVRO_COLLECTION_ITEMS,
@@ -123,4 +123,4 @@ def test_a_subject_with_such_an_array_in_any_version_is_refused_before_spark() -
         fake_registry(versions("t-value", (11, "AVRO", v1), (12, "AVRO", v2))) as (url, _),
         pytest.raises(UsageError, match=refused),
     ):
-        plan_values("avro", RegistryClient(RegistrySettings(url)), "t-value")
+        plan_values("avro", RegistryClient(checked_settings(url)), "t-value")

@@ -1,10 +1,10 @@
 """Event time at a dotted path of a JSON document, found without building the document.
 
-``json:meta.ts`` today (``sidecar.core.timestamps.JsonTimestamp``) decodes the whole value with
-orjson and walks the dicts. :func:`locate` here is the specification of a scanner that reaches
-the same verdict in one pass over the bytes, building nothing but the leaf; ``_json_scan.pyx``
-runs the same pass in C. A differential test holds the C to this module, and a test against
-orjson and today's extractor holds this module to them (``tests/unit/wire/``).
+``json:meta.ts`` once decoded the whole value with orjson and walked the dicts. :func:`locate`
+here is the specification of a scanner that reaches the same verdict in one pass over the bytes,
+building nothing but the leaf; ``_json_scan.pyx`` runs the same pass in C (the ``json`` format's
+reader, :mod:`.json`). A differential test holds the C to this module, and a test against orjson
+holds this module to its verdicts (``tests/unit/wire/``).
 
 **The document must be JSON as orjson reads it**, because today's extractor rejects whatever
 orjson rejects. Measured on orjson 3.13, each rule kept by a test:
@@ -32,7 +32,7 @@ Reasons are this module's own where they say more (which byte is not JSON; an ob
 as its JSON text, not as a Python dict).
 
 **The time rules are not copied here.** The leaf goes to ``rules.to_millis(value, "plain", unit,
-field)`` (:class:`TimeRules`: ``sidecar.formats.timevalues`` today, ``timesync_wire.timevalues``
+field)`` (:class:`TimeRules`: ``timesync_wire.timevalues`` today, ``timesync_wire.timevalues``
 once it moves there) as the Python value orjson would have built. The C twin computes one common
 case itself — an integer leaf in ``ms``, ``s`` or ``us``, with the same rule — and hands every
 other leaf to :meth:`JsonTimeScan.convert`.

@@ -2,7 +2,7 @@
 
 The caller — today's reader, or the format that replaces it — has built the descriptor pool from
 the registry's ``FileDescriptorSet``, found the message the framing's indexes name and checked
-the extractor's path against it (``sidecar.formats.protobuf.protobuf_time_reader`` does all
+the extractor's path against it (``timesync_wire.formats.protobuf.protobuf_time_reader`` does all
 three). :func:`compile_plan` takes that message's ``Descriptor`` and the path, and gives the
 tables a walk needs: every message type a body can reach, each field's action, the path's steps
 and their oneof mates, and the leaf's kind.

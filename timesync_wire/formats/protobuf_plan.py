@@ -1,6 +1,6 @@
 """Event time from a Protobuf body by a plan compiled from descriptors, without the runtime.
 
-``protobuf:meta.ts`` today (``sidecar.formats.protobuf.ProtobufTimeReader``) parses every body
+``protobuf:meta.ts`` today (``timesync_wire.formats.protobuf.ProtobufTimeReader``) parses every body
 with the protobuf runtime (upb) and walks the message. A :class:`Plan`, compiled once per
 (schema, message) from descriptors (:mod:`.protobuf_compile`), holds what that parse needs to
 know: for each message type the body can reach, its fields' numbers and how each is read; and

@@ -9,6 +9,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from sidecar.config.extractor import parse_extractor
 from sidecar.core import (
     BrokerTimestampLimits,
     Emit,
@@ -20,7 +21,6 @@ from sidecar.core import (
     RefusedTimestampError,
     TaskConfig,
     WaitUntil,
-    parse_extractor,
 )
 
 from .helpers import A0, B0, caught_up, drain, feed, records, timestamps_of

@@ -15,7 +15,8 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sidecar.core import MergeTask, Record, TaskConfig, TopicPartition, parse_extractor
+from sidecar.config.extractor import parse_extractor
+from sidecar.core import MergeTask, Record, TaskConfig, TopicPartition
 from sidecar.core.records import Emit
 from sidecar.core.timestamps import INVALID, MAX_TIMESTAMP
 

@@ -112,7 +112,7 @@ def test_auto_picks_bounded_delay_for_create_time_and_for_json_timestamps() -> N
     feed(t, A0, [5_000])
     assert isinstance(t._part(A0).watermark_policy, BoundedDelay)
 
-    from sidecar.core import parse_extractor
+    from sidecar.config.extractor import parse_extractor
 
     j = MergeTask([A0], TaskConfig(extractor=parse_extractor("json:ts")), log_append_time_topics={"a"})
     assert isinstance(j._part(A0).watermark_policy, BoundedDelay), "event time is not the broker's time"

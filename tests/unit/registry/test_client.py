@@ -14,11 +14,9 @@ import pytest
 from aiohttp import web
 
 import sidecar
-from sidecar.core import parse_extractor
+from sidecar.config.extractor import parse_extractor
 from sidecar.core.records import Record
-from sidecar.formats.extractor import INVALID, SchemaTimestamp
-from sidecar.formats.framing import frame
-from sidecar.registry.answers import MAX_ANSWER_BYTES, MAX_RETRY_AFTER_S, retry_after
+from sidecar.extractors.framed import INVALID, SchemaTimestamp
 from sidecar.registry.client import (
     MAX_CONCURRENT_REQUESTS,
     RegistryClient,
@@ -29,6 +27,8 @@ from sidecar.registry.client import (
     SchemaUnreadableError,
 )
 from sidecar.registry.resolver import FIRST_BACKOFF_S, SchemaResolver
+from timesync_wire.framing import frame
+from timesync_wire.registry.answers import MAX_ANSWER_BYTES, MAX_RETRY_AFTER_S, retry_after
 
 Server = Callable[..., Any]
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.core import parse_extractor
+from sidecar.config.extractor import parse_extractor
 from sidecar.core.records import Record
-from sidecar.formats.extractor import INVALID, SchemaTimestamp
-from sidecar.formats.framing import frame
-from sidecar.registry import resolver as resolver_module
+from sidecar.extractors.framed import INVALID, SchemaTimestamp
 from sidecar.registry.client import RegisteredSchema, RegistryUnavailableError, SchemaNotFoundError
 from sidecar.registry.resolver import UNREADABLE_TTL_S, SchemaResolver
-from tests.unit.formats.avro_data import ORDER_V1, encode, order, text
-from tests.unit.formats.proto_data import REFERENCES, SCHEMA, descriptor_set, payment, payment_class
+from tests.unit.wire.avro_data import ORDER_V1, encode, order, text
+from tests.unit.wire.proto_data import REFERENCES, SCHEMA, descriptor_set, payment, payment_class
+from timesync_wire.formats.avro import AvroFormat
+from timesync_wire.framing import frame
 
 
 class FakeClient:
@@ -106,7 +106,7 @@ async def test_protobuf_schemas_are_compiled_with_their_references() -> None:
 
 
 async def test_avro_schemas_are_read_with_their_references() -> None:
-    from tests.unit.formats.test_avro_references import ORDER, RECORD, REFERENCES, written
+    from tests.unit.wire.test_avro_references import ORDER, RECORD, REFERENCES, written
 
     client = FakeClient({5: RegisteredSchema(text(ORDER), "AVRO", REFERENCES)})
     extractor = avro_extractor()
@@ -186,7 +186,7 @@ async def test_any_exception_while_compiling_caches_the_id_as_unreadable_with_it
     def broken(*args: object) -> None:
         raise error
 
-    monkeypatch.setattr(resolver_module, "avro_time_reader", broken)
+    monkeypatch.setattr(AvroFormat, "time_reader", broken)
     client = FakeClient({1: RegisteredSchema(text(ORDER_V1))})
     resolver, now, waits = clocked(client)
     extractor = avro_extractor()

@@ -14,11 +14,11 @@ import pytest
 from aiohttp import web
 from aiokafka import TopicPartition
 
-from sidecar.formats.framing import frame
 from sidecar.registry import batches
 from sidecar.registry.client import RegistryClient
 from tests.fakes.kafka import FakeCluster, Stored
 from tests.unit.service.harness import config, sidecar
+from timesync_wire.framing import frame
 
 
 def append(cluster: FakeCluster, ids: range) -> None:

@@ -17,11 +17,11 @@ import time
 from collections.abc import Callable
 
 from bench.extractors import SCHEMA_ID, cases
-from sidecar.formats import timevalues
-from sidecar.formats.framing import frame
+from timesync_wire import timevalues
 from timesync_wire.formats.json_scan import JsonTimeScan
 from timesync_wire.formats.protobuf_compile import compile_plan
 from timesync_wire.formats.protobuf_plan import ProtobufTimePlan
+from timesync_wire.framing import frame
 
 
 def contenders(n: int) -> dict[str, Callable[[], list[int]]]:

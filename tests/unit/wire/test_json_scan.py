@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.formats import timevalues
 from testkit.fuzz.json import OVERFLOW, check, draw_input
+from timesync_wire import timevalues
 from timesync_wire.formats import json_scan
 from timesync_wire.formats.json_scan import (
     INVALID,

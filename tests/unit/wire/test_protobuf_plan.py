@@ -14,12 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.formats import timevalues
-from sidecar.formats.framing import frame
-from sidecar.formats.protobuf import protobuf_time_reader
-from sidecar.registry.protoc import MAIN_NAME, compile_proto
 from testkit.fuzz.protobuf_plan import check, draw_input, plan, reader, tag, today, varint
+from timesync_wire import timevalues
 from timesync_wire.formats import protobuf_plan
+from timesync_wire.formats.protobuf import protobuf_time_reader
 from timesync_wire.formats.protobuf_compile import NoPlan, compile_plan
 from timesync_wire.formats.protobuf_plan import (
     A_BYTES,
@@ -31,6 +29,8 @@ from timesync_wire.formats.protobuf_plan import (
     WireError,
     walk,
 )
+from timesync_wire.framing import frame
+from timesync_wire.schemas.protoc import MAIN_NAME, compile_proto
 
 
 def message(number: int, inner: bytes) -> bytes:
