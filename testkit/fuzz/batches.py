@@ -107,15 +107,21 @@ def _past_a_lying_end(data: bytes, got: list[Any], expected: list[Any], position
     on into records the batch holds past it (a batch whose records outnumber its last offset
     delta: a broker refuses it on produce). The reader's records are aiokafka's up to there, the
     first record it left is at or past the batch's declared end, and its position is that end —
-    where the next fetch starts, as the Java consumer's would. Found by seed 3212, input 2,644,628."""
+    where the next fetch starts, as the Java consumer's would (or past the last record handed
+    out, never back). Found by seed 3212, inputs 2,644,628, 4,702,603 and 5,646,981."""
     if [_fields(r) for r in got] != [_fields(r) for r in expected[: len(got)]] or len(got) >= len(expected):
         return False
     left = expected[len(got)].offset
     batches = MemoryRecords(data)
     while batches.has_next():
         batch = batches.next_batch()
-        if batch.base_offset <= left and any(r.offset == left for r in batch):
-            return bool(left >= batch.next_offset == position)
+        try:
+            holds = batch.base_offset <= left and any(r.offset == left for r in batch)
+        except Exception:
+            continue  # a batch aiokafka cannot read again on its own (an unknown codec)
+        if holds:
+            handed_out = got[-1].offset + 1 if got else 0
+            return bool(left >= batch.next_offset and position == max(batch.next_offset, handed_out))
     return False
 
 
