@@ -95,9 +95,9 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
             from bench import spark_state
 
             mark = time.monotonic()
-            five_k = spark_jobs["jobs"]["suppress"]["records_per_s"]
-            spark_jobs["suppress_keys_remembered"] = await spark_state.spark_state_phase(
-                bootstrap, tag, p, session, log_dir, five_k
+            # suppress_keys_remembered, join_keys_remembered: beside each job's figures above
+            spark_jobs.update(
+                await spark_state.spark_state_phase(bootstrap, tag, p, session, log_dir, spark_jobs["jobs"])
             )
             phases["spark_state"] = round(time.monotonic() - mark, 1)
     results: dict[str, Any] = {

@@ -18,10 +18,10 @@ from bench.report import (
     GROWTH_WORDS,
     curves_section,
     extractors_section,
-    fmt,
     markdown,
-    spark_jobs_section,
 )
+from bench.report_spark import spark_jobs_section
+from bench.table_format import fmt
 
 BLOCK = re.compile(r"(<!-- bench:(?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)", re.S)
 READMES = ("README.md", "bench/README.md", "deploy/README.md")

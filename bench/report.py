@@ -12,19 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import idle_auto
+from bench.report_spark import spark_jobs_section
 from bench.systems import LZ4_HC
-
-
-def fmt(value: Any, unit: str = "") -> str:
-    """A figure for a table: thousands separated, a float under 100 to 3 significant digits, – for none."""
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:,.3g}{unit}" if abs(value) < 100 else f"{value:,.0f}{unit}"
-    if isinstance(value, int):
-        return f"{value:,}{unit}"
-    return f"{value}{unit}"
-
+from bench.table_format import fmt
 
 #: What each cost-curve metric is called, in the tables and on the plots.
 CURVE_LABELS = {
@@ -126,6 +116,7 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
             f"over the active keys alone | {fmt(sk['ratio'])}× ({fmt(sk['records_per_s'])} vs "
             f"{fmt(sk['active_keys_only_records_per_s'])} records/s) | {yes[sk['met']]} |"
         )
+    lines += join_goal_lines(g, yes)
 
     ia = g.get("idle_auto_not_beaten_by_a_fixed_setting")
     if ia and ia["per_workload"]:
@@ -226,64 +217,23 @@ def markdown(results: dict[str, Any], plot_paths: list[Path] | None = None) -> s
     return "\n".join(lines) + "\n"
 
 
-def spark_jobs_section(sj: dict[str, Any]) -> list[str]:
-    """Each Spark job's own rate over the ordered topic, start-up apart (bench.spark_rates)."""
-    lines = [
-        f"{sj['workload']}; {sj['records']:,} records, micro-batches of "
-        f"{sj['records_per_micro_batch']:,}. Records/s = the records of every batch after the first "
-        "/ those batches' execution time; the first batch (plan, code generation, state store, "
-        "Python workers) is shown apart. CPU µs/record = the Spark JVM's and its Python workers' CPU "
-        "time over the batches after the first / their records.",
-        "",
-        "| job | records/s after the first batch | CPU µs/record | first batch s | wall s (start to end) "
-        "| micro-batches |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for job, r in sj["jobs"].items():
+def join_goal_lines(g: dict[str, Any], yes: dict[bool | None, str]) -> list[str]:
+    """The goal table's rows for ``join`` (bench.goals.join_goals), those with figures."""
+    lines = []
+    jr, jk = g.get("spark_join_rate_vs_aggregate"), g.get("spark_join_keys_remembered")
+    if jr and jr["ratio"] is not None:
         lines.append(
-            f"| {job} | {fmt(r['records_per_s'])} | {fmt(r.get('cpu_us_per_record'))} "
-            f"| {fmt(r['first_batch_s'])} | {fmt(r['wall_s'])} | {fmt(r['micro_batches'])} |"
+            f"| Spark join records/s ≥ {jr['target']}× aggregate's | {fmt(jr['ratio'])}× "
+            f"({fmt(jr['join_records_per_s'])} vs {fmt(jr['aggregate_records_per_s'])} records/s) "
+            f"| {yes[jr['met']]} |"
         )
-    lines += ["", *time_split_table(sj["jobs"])]
-    kr = sj.get("suppress_keys_remembered")
-    if kr:
-        lines += [
-            "",
-            f"`suppress` with {kr['keys_remembered']:,} keys remembered (a backlog of one record per key "
-            f"first, TTL {kr['ttl']}), then {kr['keys_active']:,} active keys: {fmt(kr['records_per_s'])} "
-            f"records/s after the active phase's first batch ({fmt(kr['vs_active_keys_only'])}× the "
-            f"suppress figure above); state rows written per batch: median "
-            f"{fmt(kr['state_rows_updated_median'])} over {len(kr['state_rows_updated_per_batch'])} batches.",
-        ]
-    return lines
-
-
-def time_split_table(jobs: dict[str, Any]) -> list[str]:
-    """Where each job's batches after the first spent their time (``bench.spark_rates.time_split``):
-    the plan's execution against the fixed costs every batch pays, whatever its size."""
-    lines = [
-        "Where those batches spent their time (ms per batch, mean): `addBatch` is the plan's "
-        "execution (read, shuffle, state, sink); the fixed costs are paid by every batch whatever its "
-        "size (offsets, planning, the offset and commit logs); state = the stateful operators' "
-        "updates, removals and commit, task time summed over the shuffle partitions.",
-        "",
-        "| job | batch ms | addBatch | fixed: offsets | planning | offset & commit logs | other | "
-        "state updates | removals | commit |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for job, r in jobs.items():
-        split = r.get("time_split_ms")
-        if not split or not split.get("batches"):
-            continue
-        n = split["batches"]
-
-        def per(*parts: str, n: int = n, split: dict[str, int] = split) -> str:
-            return fmt(round(sum(split.get(p, 0) for p in parts) / n))
-
+    if jk and jk["ratio"] is not None:
         lines.append(
-            f"| {job} | {per('trigger_execution')} | {per('addBatch')} | {per('latestOffset', 'getBatch')} "
-            f"| {per('queryPlanning')} | {per('walCommit', 'commitOffsets')} | {per('other')} "
-            f"| {per('state_updates')} | {per('state_removals')} | {per('state_commit')} |"
+            f"| Spark join with {fmt(jk['keys_remembered'])} keys remembered ≥ {jk['target']}× its rate over "
+            f"the active keys alone, ≤ {jk['state_rows_target']}× the state rows per batch | "
+            f"{fmt(jk['ratio'])}× ({fmt(jk['records_per_s'])} vs {fmt(jk['active_keys_only_records_per_s'])} "
+            f"records/s); rows {fmt(jk['state_rows_ratio'])}× ({fmt(jk['state_rows_updated_median'])} vs "
+            f"{fmt(jk['active_keys_only_state_rows_updated_median'])}) | {yes[jk['met']]} |"
         )
     return lines
 

@@ -176,6 +176,7 @@ def start_replay(
 
     from spark_consumer.jobs import aggregate, join
     from spark_consumer.options import AggSpec, WindowSpec
+    from spark_consumer.session import ROCKSDB_PROVIDER
     from spark_consumer.source import SourceOptions
 
     source = SourceOptions(
@@ -202,14 +203,23 @@ def start_replay(
         with lock:
             batches.append((batch_id, rows))
 
-    query = (
-        output.frame.writeStream.outputMode(output.output_mode)
-        .foreachBatch(keep)
-        .option("checkpointLocation", str(ck))
-        .queryName(f"bench-{job}-{topic}")
-        .trigger(availableNow=True)
-        .start()
-    )
+    # The join's operator (transformWithState) runs only on the RocksDB state store; a query keeps
+    # the session's settings of the moment it starts.
+    provider = "spark.sql.streaming.stateStore.providerClass"
+    session_provider = spark.conf.get(provider)
+    if job == "join":
+        spark.conf.set(provider, ROCKSDB_PROVIDER)
+    try:
+        query = (
+            output.frame.writeStream.outputMode(output.output_mode)
+            .foreachBatch(keep)
+            .option("checkpointLocation", str(ck))
+            .queryName(f"bench-{job}-{topic}")
+            .trigger(availableNow=True)
+            .start()
+        )
+    finally:
+        spark.conf.set(provider, session_provider)
     return batches, query
 
 
@@ -400,7 +410,8 @@ def _session(timing: dict[str, float]) -> Any:
             conf={
                 "spark.sql.streaming.numRecentProgressUpdates": "10000",
                 # The replay's figures do not depend on Spark's speed (batches are cut by offsets);
-                # these only make it finish sooner: one state partition, the in-memory store.
+                # these only make it finish sooner: one state partition, the in-memory store
+                # (but for the join, whose operator needs RocksDB: start_replay).
                 "spark.sql.streaming.stateStore.providerClass": (
                     "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
                 ),
