@@ -137,8 +137,8 @@ def both(source: SourceOptions, options: JoinOptions) -> JobOutput:
     spark = SparkSession.getActiveSession()
     assert spark is not None
     records = ordered_stream(spark, source, dedup=False)
-    inputs = join.operator_input(records, options)
-    ours = join.join(inputs, options.within_ms, options.how).withColumn("engine", F.lit("operator"))
+    inputs, sides = join.operator_input(records, options)
+    ours = join.join(inputs, sides, options.within_ms, options.how).withColumn("engine", F.lit("operator"))
     theirs = spark_join(records, options).withColumn("engine", F.lit("spark"))
     return JobOutput(ours.unionByName(theirs), "append")
 
@@ -174,7 +174,9 @@ def test_the_operator_and_sparks_own_join_emit_what_the_rule_emits(
         (checkpoint,) = [
             c for c in tmp_path.glob("checkpoint*") if s.topic in (c / "offsets" / "0").read_text()
         ]
-        with pytest.raises(UsageError, match=r"another join plan \((?=.*symmetricHashJoin)(?=.*dedupeWithin)"):
+        with pytest.raises(
+            UsageError, match=r"another join plan \((?=.*symmetricHashJoin)(?=.*dedupeWithin)"
+        ):
             join_checkpoint.check_plan(str(checkpoint), join_operator.state_variable(spark.range(1)))
 
 
