@@ -128,7 +128,8 @@ KNOWN = [
 ]
 
 
-ENGINES = {"operator": ("transformWithStateExec",), "spark": ("symmetricHashJoin", "dedupeWithinWatermark")}
+OURS = ("transformWithStateExec",)
+ENGINES = {"operator": OURS, "spark": ("symmetricHashJoin", "dedupeWithinWatermark")}
 
 
 def both(source: SourceOptions, options: JoinOptions) -> JobOutput:
@@ -170,6 +171,9 @@ def test_the_operator_and_sparks_own_join_emit_what_the_rule_emits(
         assert kinds == {(False, False), (True, False), (False, True)}, "pairs, unmatched on each side"
         assert sum(p[1] for p in played.values()) >= 2, "a late record and a late replay"
         assert any(j.key is None for j in out), "a NULL key comes out unmatched"
+        held = [op.numRowsTotal for p in s.progress() for op in p.stateOperators if op.operatorName in OURS]
+        assert max(held) > 0, "the state size is reported"
+        assert held[-1] == 0, "and everything is evicted once the watermark has passed it"
         # This query's checkpoint holds Spark's join too: the operator's job refuses it.
         (checkpoint,) = [
             c for c in tmp_path.glob("checkpoint*") if s.topic in (c / "offsets" / "0").read_text()
