@@ -138,8 +138,8 @@ def both(source: SourceOptions, options: JoinOptions) -> JobOutput:
     spark = SparkSession.getActiveSession()
     assert spark is not None
     records = ordered_stream(spark, source, dedup=False)
-    inputs, sides = join.operator_input(records, options)
-    ours = join.join(inputs, sides, options.within_ms, options.how).withColumn("engine", F.lit("operator"))
+    inputs = join.operator_input(records, options)
+    ours = join.join(inputs, options.within_ms, options.how).withColumn("engine", F.lit("operator"))
     theirs = spark_join(records, options).withColumn("engine", F.lit("spark"))
     return JobOutput(ours.unionByName(theirs), "append")
 
@@ -150,7 +150,7 @@ def both(source: SourceOptions, options: JoinOptions) -> JobOutput:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @example(options=JoinOptions(TOPICS[LEFT], TOPICS[RIGHT], 5, "outer", left_schema=SCHEMA), steps=KNOWN)
-@given(options=OPTIONS, steps=st.lists(STEPS, min_size=3, max_size=6))
+@given(options=OPTIONS, steps=st.lists(STEPS, min_size=3, max_size=5))
 def test_the_operator_and_sparks_own_join_emit_what_the_rule_emits(
     spark: SparkSession, stream: Any, tmp_path: Path, options: JoinOptions, steps: list[Step]
 ) -> None:
