@@ -21,7 +21,7 @@ PYTEST_WORKERS ?= -n 2 --dist loadgroup
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: all bootstrap demo test test-chaos lint format jars venv broker-start broker-stop registry registry-start registry-stop clean bench deploy-check deploy-tools prometheus
+.PHONY: all bootstrap demo test test-chaos lint format jars venv broker-start broker-stop registry registry-start registry-stop clean bench deploy-check deploy-tools prometheus config-surface
 
 all: test
 
@@ -30,7 +30,8 @@ $(PY):
 
 # setup.py and the .pyx files: the editable install compiles the output encoder and the
 # fetched-record reader in place, so a change to either must rebuild.
-$(STAMP_PY): pyproject.toml setup.py sidecar/output/_stamp_encoder.pyx sidecar/kafka/_fetched.pyx sidecar/formats/_avro_plan.pyx sidecar/_zigzag.pxd sidecar/kafka/_fetched.pxd | $(PY)
+$(STAMP_PY): pyproject.toml setup.py sidecar/output/_stamp_encoder.pyx sidecar/kafka/_fetched.pyx sidecar/kafka/_records.pyx sidecar/formats/_avro_plan.pyx sidecar/_zigzag.pxd sidecar/kafka/_records.pxd \
+		timesync_wire/formats/_json_scan.pyx timesync_wire/formats/_json_tokens.pxd timesync_wire/formats/_protobuf_plan.pyx timesync_wire/formats/_wire_reads.pxd | $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,spark,bench]'
 	@touch $@
@@ -110,11 +111,18 @@ test-chaos: $(STAMP_PY) $(STAMP_JARS)
 lint: $(STAMP_PY)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy --strict sidecar spark_consumer testkit
+	$(PY) -m mypy --strict sidecar spark_consumer testkit timesync_wire
 
 format: $(STAMP_PY)
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
+
+# What is generated from the sidecar's config model (sidecar/config/surface.py): the key table of
+# docs/sidecar.md and the `config` part of the Helm chart's values schema. Tests fail while either
+# is stale (tests/unit/test_docs.py, tests/deploy/test_helm_values.py).
+config-surface: $(STAMP_PY)
+	$(PY) -m sidecar config --format markdown --update docs/sidecar.md
+	$(PY) -m deploy.helm.values_schema
 
 # DEMO_FORMAT=avro: the same pipeline on Avro values through the local Schema Registry.
 DEMO_FORMAT ?= json

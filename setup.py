@@ -1,6 +1,8 @@
 """Builds the C extensions: the sidecar's output encoder (sidecar/output/_stamp_encoder.pyx), its
-fetched-record reader (sidecar/kafka/_fetched.pyx) and the Avro skip plan of the avro: extractor
-(sidecar/formats/_avro_plan.pyx).
+fetched-record reader (sidecar/kafka/_fetched.pyx, over the v2 record decoder sidecar/kafka/_records.pyx),
+the Avro skip plan of the avro: extractor (sidecar/formats/_avro_plan.pyx), and the wire layer's JSON
+path scanner and Protobuf plan (timesync_wire/formats/_json_scan.pyx, _protobuf_plan.pyx; each has a
+pure-Python specification that runs when it is not built).
 
 Everything else is declared in pyproject.toml. The extensions are optional: without a C compiler
 the install still succeeds and the sidecar stamps in pure Python and reads aiokafka's own
@@ -14,8 +16,11 @@ from setuptools import Extension, setup
 extensions = cythonize(
     [
         Extension("sidecar.output._stamp_encoder", ["sidecar/output/_stamp_encoder.pyx"]),
+        Extension("sidecar.kafka._records", ["sidecar/kafka/_records.pyx"]),
         Extension("sidecar.kafka._fetched", ["sidecar/kafka/_fetched.pyx"]),
         Extension("sidecar.formats._avro_plan", ["sidecar/formats/_avro_plan.pyx"]),
+        Extension("timesync_wire.formats._json_scan", ["timesync_wire/formats/_json_scan.pyx"]),
+        Extension("timesync_wire.formats._protobuf_plan", ["timesync_wire/formats/_protobuf_plan.pyx"]),
     ],
     compiler_directives={"language_level": "3"},
 )

@@ -6,6 +6,7 @@ Nothing here fails a run: a goal that is not met is reported as ``met: false`` w
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from typing import Any
 
 from bench import idle_auto
@@ -48,34 +49,44 @@ def _shape_ratios(tp: dict[str, Any]) -> dict[str, Any]:
 
 
 def goals(results: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    first = results["throughput"][0]
-    tp_runs = {r["system"]["label"]: r for r in first["runs"]}
+    """Every goal, in the order the report lists them."""
+    return {
+        "throughput": throughput_goal(results),
+        "idle_max_no_inversions_beyond_partitions": idle_max_goal(results),
+        "same_order_as_kafka_streams_idle_0": same_order_goal(results),
+        "steady_idle_0_added_p99_ms": steady_goal(results),
+        "spark_fewer_drops_on_ordered_topic": spark_drops_goal(results),
+        **suppress_goals(results.get("spark_jobs")),
+        **join_goals(results.get("spark_jobs")),
+        "idle_auto_not_beaten_by_a_fixed_setting": idle_auto_goal(results),
+        "extractor_avro_over_record": extractor_goal(results),
+    }
+
+
+def _kafka_streams_reference(labels: Iterable[str]) -> str | None:
+    """The Kafka Streams figure the ratios use: the peer as a user tuning for throughput runs it
+    (bench/README.md "Kafka Streams as its users run it"), else whichever idle-0 run there is."""
+    present = set(labels)
+    candidates = (KS_REFERENCE, "kafka-streams idle 0", *(f"kafka-streams idle 0 {n}" for n in KS_PROFILES))
+    return next((label for label in candidates if label in present), None)
+
+
+def throughput_goal(results: dict[str, Any]) -> dict[str, Any]:
+    """timesync idle 0 against the passthrough (the target) and against Kafka Streams, on the
+    first record shape; every shape's ratios in ``by_shape``."""
+    tp_runs = {r["system"]["label"]: r for r in results["throughput"][0]["runs"]}
 
     def rate(label: str) -> float | None:
         run = tp_runs.get(label)
         return run["records_per_s"] if run else None
 
-    # The Kafka Streams figure the ratios use: the peer as a user tuning for throughput runs it
-    # (bench/README.md "Kafka Streams as its users run it"), else whichever idle-0 run there is.
-    ks_label = next(
-        (
-            label
-            for label in (
-                KS_REFERENCE,
-                "kafka-streams idle 0",
-                *(f"kafka-streams idle 0 {n}" for n in KS_PROFILES),
-            )
-            if label in tp_runs
-        ),
-        None,
-    )
+    ks_label = _kafka_streams_reference(tp_runs)
     ts0, pt = rate("timesync idle 0"), rate("passthrough")
     ks0 = rate(ks_label) if ks_label else None
     tsp0 = rate("timesync/partition idle 0")
     ts0_hc = rate(TIMESYNC_LZ4_HC.label)
     vs_pt = _ratio(ts0, pt)
-    out["throughput"] = {
+    return {
         "passthrough_records_per_s": pt,
         "timesync_idle_0_records_per_s": ts0,
         "timesync_partition_idle_0_records_per_s": tsp0,
@@ -91,6 +102,10 @@ def goals(results: dict[str, Any]) -> dict[str, Any]:
         "by_shape": {tp["shape"]: _shape_ratios(tp) for tp in results["throughput"]},
     }
 
+
+def idle_max_goal(results: dict[str, Any]) -> dict[str, Any]:
+    """timesync idle max: no inversion beyond those the partitions hold themselves, on every live
+    workload and on the throughput phase's backlog."""
     per_workload = {}
     all_zero: list[bool] = []
     for w in results["workloads"]:
@@ -105,7 +120,7 @@ def goals(results: dict[str, Any]) -> dict[str, Any]:
                     "missing": r["missing"],
                 }
                 all_zero.append(beyond == 0 and r["missing"] == 0)
-    backlog = first["order_checks"].get("timesync_idle_max")
+    backlog = results["throughput"][0]["order_checks"].get("timesync_idle_max")
     if backlog is not None:
         per_workload["backlog (throughput phase)"] = {
             "inversions": backlog["inversions"],
@@ -115,17 +130,18 @@ def goals(results: dict[str, Any]) -> dict[str, Any]:
             "missing": 0,
         }
         all_zero.append(backlog["inversions"] == backlog["ideal_merge_inversions"])
-    out["idle_max_no_inversions_beyond_partitions"] = {
-        "per_workload": per_workload,
-        "met": _met(all(all_zero) if all_zero else None),
-    }
+    return {"per_workload": per_workload, "met": _met(all(all_zero) if all_zero else None)}
 
-    check = first["order_checks"].get("timesync_partition_vs_kafka_streams_idle_0")
-    out["same_order_as_kafka_streams_idle_0"] = {
-        **(check or {}),
-        "met": _met(check["equal_up_to_ties"] if check else None),
-    }
 
+def same_order_goal(results: dict[str, Any]) -> dict[str, Any]:
+    """timesync/partition idle 0 and Kafka Streams idle 0 give the same order up to ties."""
+    check = results["throughput"][0]["order_checks"].get("timesync_partition_vs_kafka_streams_idle_0")
+    return {**(check or {}), "met": _met(check["equal_up_to_ties"] if check else None)}
+
+
+def steady_goal(results: dict[str, Any]) -> dict[str, Any]:
+    """On ``steady``, timesync idle 0 adds at most ``ADDED_P99_MS`` to the passthrough's p99
+    (medians over the rounds)."""
     steady = next((w for w in results["workloads"] if w["name"] == "steady"), None)
     added = a = b = None
     rounds: dict[str, list[int]] = {}
@@ -141,7 +157,7 @@ def goals(results: dict[str, Any]) -> dict[str, Any]:
                 a = statistics.median_low(rounds["timesync idle 0"])
                 b = statistics.median_low(rounds["passthrough"])
                 added = a - b
-    out["steady_idle_0_added_p99_ms"] = {
+    return {
         "added_p99_ms": added,
         "timesync_idle_0_p99_ms": a,
         "passthrough_p99_ms": b,
@@ -150,32 +166,36 @@ def goals(results: dict[str, Any]) -> dict[str, Any]:
         "met": _met(added <= ADDED_P99_MS if added is not None else None),
     }
 
+
+def spark_drops_goal(results: dict[str, Any]) -> dict[str, Any]:
+    """Every Spark job drops fewer rows as late on the ordered topic than on the raw inputs."""
     spark = results.get("spark")
-    if spark and spark.get("jobs"):
-        jobs = {}
-        for job, sides in spark["jobs"].items():
-            raw, ordered = sides["raw"]["rows_dropped"], sides["ordered"]["rows_dropped"]
-            jobs[job] = {"raw": raw, "ordered": ordered, "met": ordered < raw}
-        out["spark_fewer_drops_on_ordered_topic"] = {
-            "jobs": jobs,
-            "met": all(j["met"] for j in jobs.values()),
-        }
-    else:
-        out["spark_fewer_drops_on_ordered_topic"] = {"jobs": {}, "met": None}
-    out.update(suppress_goals(results.get("spark_jobs")))
-    out.update(join_goals(results.get("spark_jobs")))
+    if not (spark and spark.get("jobs")):
+        return {"jobs": {}, "met": None}
+    jobs = {}
+    for job, sides in spark["jobs"].items():
+        raw, ordered = sides["raw"]["rows_dropped"], sides["ordered"]["rows_dropped"]
+        jobs[job] = {"raw": raw, "ordered": ordered, "met": ordered < raw}
+    return {"jobs": jobs, "met": all(j["met"] for j in jobs.values())}
+
+
+def idle_auto_goal(results: dict[str, Any]) -> dict[str, Any]:
+    """No fixed idle setting beats ``auto`` on both axes (bench.idle_auto)."""
     auto = idle_auto.summary(results)
-    out["idle_auto_not_beaten_by_a_fixed_setting"] = {
+    return {
         "per_workload": {name: v["beaten_by"] for name, v in auto.items()},
         "met": _met(all(not v["beaten_by"] for v in auto.values()) if auto else None),
     }
+
+
+def extractor_goal(results: dict[str, Any]) -> dict[str, Any]:
+    """``avro:`` costs at most its target over ``record`` (bench.extractors)."""
     ex = results.get("extractors")
-    out["extractor_avro_over_record"] = {
+    return {
         "added_us_per_record": ex["avro_added_us_per_record"] if ex else None,
         "target_us_per_record": ex["target_avro_added_us_per_record"] if ex else None,
         "met": _met(ex["met"] if ex else None),
     }
-    return out
 
 
 def suppress_goals(spark_jobs: dict[str, Any] | None) -> dict[str, Any]:

@@ -25,6 +25,8 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,19 @@ from bench.throughput import throughput_phase
 SCHEMA_VERSION = 2
 
 
+class PhaseClock:
+    """Each phase's wall time in seconds (results.json's ``phase_s``), in the order they ran."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        mark = time.monotonic()
+        yield
+        self.seconds[name] = round(time.monotonic() - mark, 1)
+
+
 async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
     """Run the plan against ``bootstrap``; return results (see bench/README.md for the schema)."""
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
@@ -51,24 +66,18 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
     console.print(f"[bold]timesync bench[/] run {tag} ({'quick' if p.quick else 'full'}), broker {bootstrap}")
     from bench.peers.kafka_streams import build
 
-    with track("kafka streams peer: build (cached)", total=None):
-        build_started = time.monotonic()
+    clock = PhaseClock()
+    with track("kafka streams peer: build (cached)", total=None), clock.phase("kafka_streams_build"):
         build()
         bench_ceiling.fetch_tools()
-        ks_build_s = time.monotonic() - build_started
-    phases = {"kafka_streams_build": round(ks_build_s, 1)}
-    mark = time.monotonic()
-    with track("timestamp extractors (in-process)", total=None):
+    with clock.phase("extractors"), track("timestamp extractors (in-process)", total=None):
         extractor_costs = extractors.run(p.extractor_records, p.extractor_repeats, p.seed)
-    phases["extractors"] = round(time.monotonic() - mark, 1)
-    mark = time.monotonic()
-    throughput = await throughput_phase(bootstrap, tag, p, log_dir)
-    phases["throughput"] = round(time.monotonic() - mark, 1)
+    with clock.phase("throughput"):
+        throughput = await throughput_phase(bootstrap, tag, p, log_dir)
     cost_curves = None
     if p.curves:
-        mark = time.monotonic()
-        cost_curves = await curves.curves_phase(bootstrap, tag, p, log_dir)
-        phases["curves"] = round(time.monotonic() - mark, 1)
+        with clock.phase("curves"):
+            cost_curves = await curves.curves_phase(bootstrap, tag, p, log_dir)
     early = None
     if p.spark and p.quick:
         from bench import spark_bench
@@ -76,30 +85,11 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
         early = spark_bench.EarlySession()
     live: list[dict[str, Any]] = []
     if p.live:
-        mark = time.monotonic()
-        live = await live_phase(bootstrap, tag, p, log_dir)
-        phases["live"] = round(time.monotonic() - mark, 1)
+        with clock.phase("live"):
+            live = await live_phase(bootstrap, tag, p, log_dir)
     spark = spark_jobs = None
     if p.spark:
-        from bench import spark_bench
-
-        mark = time.monotonic()
-        spark, session = await spark_bench.spark_phase(bootstrap, tag, p, out_dir, early)
-        phases["spark"] = round(time.monotonic() - mark, 1)
-        from bench import spark_rates
-
-        mark = time.monotonic()
-        spark_jobs = await spark_rates.spark_rates_phase(bootstrap, tag, p, session, log_dir)
-        phases["spark_jobs"] = round(time.monotonic() - mark, 1)
-        if p.spark_state:
-            from bench import spark_state
-
-            mark = time.monotonic()
-            # suppress_keys_remembered, join_keys_remembered: beside each job's figures above
-            spark_jobs.update(
-                await spark_state.spark_state_phase(bootstrap, tag, p, session, log_dir, spark_jobs["jobs"])
-            )
-            phases["spark_state"] = round(time.monotonic() - mark, 1)
+        spark, spark_jobs = await spark_phases(bootstrap, tag, p, out_dir, early, clock)
     results: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "run_id": tag,
@@ -109,8 +99,8 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
         "duration_s": round(time.time() - started, 1),
         "machine": machine,
         "versions": versions,
-        "kafka_streams_build_s": round(ks_build_s, 1),
-        "phase_s": phases,
+        "kafka_streams_build_s": clock.seconds["kafka_streams_build"],
+        "phase_s": clock.seconds,
         "load_average_at_end": list(os.getloadavg()),
         "sizes": p.sizes.as_json(),
         "throughput": throughput,
@@ -124,3 +114,26 @@ async def run(bootstrap: str, p: Plan, out_dir: Path) -> dict[str, Any]:
 
     results["goals"] = goals(results)
     return results
+
+
+async def spark_phases(
+    bootstrap: str, tag: str, p: Plan, out_dir: Path, early: Any, clock: PhaseClock
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Spark part (raw inputs against the ordered topic), then each job's own rate on the
+    same session, and (full runs) suppress and join with many keys remembered."""
+    from bench import spark_bench, spark_rates
+
+    log_dir = out_dir / "logs"
+    with clock.phase("spark"):
+        spark, session = await spark_bench.spark_phase(bootstrap, tag, p, out_dir, early)
+    with clock.phase("spark_jobs"):
+        spark_jobs = await spark_rates.spark_rates_phase(bootstrap, tag, p, session, log_dir)
+    if p.spark_state:
+        from bench import spark_state
+
+        with clock.phase("spark_state"):
+            # suppress_keys_remembered, join_keys_remembered: beside each job's figures above
+            spark_jobs.update(
+                await spark_state.spark_state_phase(bootstrap, tag, p, session, log_dir, spark_jobs["jobs"])
+            )
+    return spark, spark_jobs

@@ -69,7 +69,10 @@ def _equals_ideal(out: Output, ideal: list[np.ndarray[Any, Any]], per_task: bool
 async def live_run(
     bootstrap: str, tag: str, p: Plan, name: str, spec: SystemSpec, log_dir: Path, round_no: int = 1
 ) -> tuple[dict[str, Any], Scenario, Inputs]:
-    prefix = f"bench-{tag}-{name}-{spec.slug}" + (f"-r{round_no}" if round_no > 1 else "")
+    """One system on one workload: the backlog, then the live records at their arrival times and
+    the end markers; the output read back and measured against the inputs."""
+    round_suffix = f"-r{round_no}" if round_no > 1 else ""
+    prefix = f"bench-{tag}-{name}-{spec.slug}{round_suffix}"
     scenario = scenarios.build(name, prefix, p.sizes, p.seed, collect.now_ms())
     output = f"{prefix}-out"
     out_parts = spec.output_partitions(scenario.partitions)
@@ -80,12 +83,8 @@ async def live_run(
     sent = np.zeros(n, dtype=np.int64)
     if scenario.backlog:
         await collect.produce_tagged(bootstrap, scenario.backlog, 0, sent, paced=False)
-    run_id = f"{tag}-{name}-{spec.slug}" + (f"-r{round_no}" if round_no > 1 else "")
-    warmup: list[Event] = []
-    if p.sizes.warmup_s > 0 and not scenario.backlog:
-        warmup = collect.warmup_events(
-            scenario.topics, scenario.partitions, scenario.first_ts, p.sizes.warmup_s, p.sizes.rate_per_s
-        )
+    run_id = f"{tag}-{name}-{spec.slug}{round_suffix}"
+    warmup = _warmup(scenario, p)
     async with running(spec, bootstrap, scenario.topics, output, run_id, log_dir) as system:
         cpu_at_start = system.cpu_at_ready_s
         workload_start_ms = system.ready_ms
@@ -123,13 +122,27 @@ async def live_run(
         **_run_metrics(spec, out, inputs, duplicates, ideal),
     }
     if status is not None:
-        tasks = status.get("tasks", {}).values()
-        result["sidecar_status"] = {
-            "records_out": sum(int(t.get("records_out", 0)) for t in tasks),
-            "enforced": sum(int(t.get("enforced", 0)) for t in tasks),
-            "late": sum(int(t.get("late", 0)) for t in tasks),
-        }
+        result["sidecar_status"] = _sidecar_totals(status)
     return result, scenario, inputs
+
+
+def _warmup(scenario: Scenario, p: Plan) -> list[Event]:
+    """Records written before the measured ones, to warm the system up (none after a backlog)."""
+    if p.sizes.warmup_s <= 0 or scenario.backlog:
+        return []
+    return collect.warmup_events(
+        scenario.topics, scenario.partitions, scenario.first_ts, p.sizes.warmup_s, p.sizes.rate_per_s
+    )
+
+
+def _sidecar_totals(status: dict[str, Any]) -> dict[str, int]:
+    """Records out, enforced and late, summed over the tasks of a sidecar's ``/status``."""
+    tasks = status.get("tasks", {}).values()
+    return {
+        "records_out": sum(int(t.get("records_out", 0)) for t in tasks),
+        "enforced": sum(int(t.get("enforced", 0)) for t in tasks),
+        "late": sum(int(t.get("late", 0)) for t in tasks),
+    }
 
 
 def optimum(scenario: Scenario, inputs: Inputs) -> dict[str, Any]:

@@ -83,7 +83,7 @@ async def run(
     bootstrap: str, workloads: Sequence[str], idles: Sequence[str], rounds: int, out: Path
 ) -> dict[str, Any]:
 
-    p = bench_plan.plan(False)
+    p = bench_plan.plan(bench_plan.RunFlags())
     tag = uuid.uuid4().hex[:6]
     log_dir = out / "live-logs"
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -73,67 +73,78 @@ KS_USERS = tuple(SystemSpec("kafka-streams", "0", profile=name) for name in KS_P
 RDKAFKA = SystemSpec("rdkafka-copy")
 
 
-def plan(
-    quick: bool,
-    seed: int = 42,
-    workloads: Sequence[str] | None = None,
-    spark: bool = True,
-    live: bool = True,
-    curves: bool = True,
-) -> Plan:
-    """The full run (every idle value, every workload) or ``--quick`` (a subset, small sizes);
-    ``live``/``curves``/``spark`` False leave that phase out (the throughput phase always runs)."""
-    return dataclasses.replace(_plan(quick, seed, workloads, spark), live=live, curves=curves)
+@dataclass(frozen=True, slots=True)
+class RunFlags:
+    """What ``bench run``'s command line chose: ``--quick`` (a subset, small sizes), the seed, the
+    workloads (``None``: every one the run's size includes), and which optional phases run
+    (``spark``, ``live``, ``curves``: False leaves that phase out; the throughput phase always
+    runs)."""
+
+    quick: bool = False
+    seed: int = 42
+    workloads: tuple[str, ...] | None = None
+    spark: bool = True
+    live: bool = True
+    curves: bool = True
 
 
-def _plan(quick: bool, seed: int, workloads: Sequence[str] | None, spark: bool) -> Plan:
-    if quick:
-        # No idle ``auto``, 500 or 2000 here: each is one more sidecar start and live run per
-        # workload, more than the ~10 s a phase may add to --quick; and auto learns from producer
-        # gaps that a 3 s workload hardly has.
-        live: tuple[SystemSpec, ...] = (
-            SystemSpec("passthrough"),
-            SystemSpec("timesync", "0"),
-            SystemSpec("timesync", "max"),
-            SystemSpec("kafka-streams", "0"),
-        )
-        # One Kafka Streams profile (tuned) stands for all three: each is a JVM start and a warm-up.
-        through: tuple[SystemSpec, ...] = (
-            SystemSpec("passthrough"),
-            RDKAFKA,
-            SystemSpec("timesync", "0"),
-            SystemSpec("timesync", "0", "partition"),
-            SystemSpec("kafka-streams", "0", profile="tuned"),
-        )
-        return Plan(
-            quick=True,
-            seed=seed,
-            sizes=scenarios.QUICK,
-            # steady alone: the goals read it; every other workload runs the same code with
-            # other producers, which the unit tests of bench.live and the full run cover
-            workloads=tuple(workloads or ("steady",)),
-            live_systems=live,
-            throughput_systems=through,
-            throughput_records=20_000,
-            realistic_systems=(SystemSpec("timesync", "0"),),
-            ceiling_records=20_000,
-            warmup_records=5_000,
-            curve_partitions=(4, 32),
-            curve_value_bytes=(100, 1_000),
-            curve_systems=(SystemSpec("timesync", "0"),),
-            curve_records=3_000,
-            curve_bytes=3_000_000,
-            spark=spark,
-            spark_duration_s=3.0,
-            spark_rate_per_s=100.0,
-            spark_trigger_ms=1500,
-            spark_rate_records=4_000,
-            spark_rate_keys=200,
-            spark_rate_batch=1_000,
-            spark_state=False,
-            extractor_records=20_000,
-            extractor_repeats=3,
-        )
+def plan(flags: RunFlags) -> Plan:
+    """The full run (every idle value, every workload) or ``--quick`` (a subset, small sizes),
+    with the phases ``flags`` leave out left out."""
+    chosen = _quick_plan(flags) if flags.quick else _full_plan(flags)
+    return dataclasses.replace(chosen, live=flags.live, curves=flags.curves)
+
+
+def _quick_plan(flags: RunFlags) -> Plan:
+    # No idle ``auto``, 500 or 2000 here: each is one more sidecar start and live run per
+    # workload, more than the ~10 s a phase may add to --quick; and auto learns from producer
+    # gaps that a 3 s workload hardly has.
+    live: tuple[SystemSpec, ...] = (
+        SystemSpec("passthrough"),
+        SystemSpec("timesync", "0"),
+        SystemSpec("timesync", "max"),
+        SystemSpec("kafka-streams", "0"),
+    )
+    # One Kafka Streams profile (tuned) stands for all three: each is a JVM start and a warm-up.
+    through: tuple[SystemSpec, ...] = (
+        SystemSpec("passthrough"),
+        RDKAFKA,
+        SystemSpec("timesync", "0"),
+        SystemSpec("timesync", "0", "partition"),
+        SystemSpec("kafka-streams", "0", profile="tuned"),
+    )
+    return Plan(
+        quick=True,
+        seed=flags.seed,
+        sizes=scenarios.QUICK,
+        # steady alone: the goals read it; every other workload runs the same code with
+        # other producers, which the unit tests of bench.live and the full run cover
+        workloads=tuple(flags.workloads or ("steady",)),
+        live_systems=live,
+        throughput_systems=through,
+        throughput_records=20_000,
+        realistic_systems=(SystemSpec("timesync", "0"),),
+        ceiling_records=20_000,
+        warmup_records=5_000,
+        curve_partitions=(4, 32),
+        curve_value_bytes=(100, 1_000),
+        curve_systems=(SystemSpec("timesync", "0"),),
+        curve_records=3_000,
+        curve_bytes=3_000_000,
+        spark=flags.spark,
+        spark_duration_s=3.0,
+        spark_rate_per_s=100.0,
+        spark_trigger_ms=1500,
+        spark_rate_records=4_000,
+        spark_rate_keys=200,
+        spark_rate_batch=1_000,
+        spark_state=False,
+        extractor_records=20_000,
+        extractor_repeats=3,
+    )
+
+
+def _full_plan(flags: RunFlags) -> Plan:
     live = systems(LIVE_TIMESYNC_IDLES, IDLE_VALUES)
     through = (
         SystemSpec("passthrough"),
@@ -154,9 +165,9 @@ def _plan(quick: bool, seed: int, workloads: Sequence[str] | None, spark: bool) 
     )
     return Plan(
         quick=False,
-        seed=seed,
+        seed=flags.seed,
         sizes=scenarios.FULL,
-        workloads=tuple(workloads or scenarios.NAMES),
+        workloads=tuple(flags.workloads or scenarios.NAMES),
         live_systems=live,
         throughput_systems=through,
         throughput_records=1_000_000,
@@ -164,5 +175,5 @@ def _plan(quick: bool, seed: int, workloads: Sequence[str] | None, spark: bool) 
         realistic_systems=realistic,
         curve_systems=(SystemSpec("timesync", "0"), SystemSpec("passthrough")),
         steady_repeats=3,
-        spark=spark,
+        spark=flags.spark,
     )

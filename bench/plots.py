@@ -3,12 +3,15 @@
 matplotlib with the Agg backend, so no display is needed:
 
 * ``latency-disorder-<workload>.png`` — one point per system/setting: p99 end-to-end latency
-  against the share of records out of order (both axes symlog, so 0 shows);
+  against the share of records out of order;
 * ``throughput.png`` — records/s per system draining the same backlog;
 * ``curves-partitions.png``, ``curves-record-size.png`` — the cost curves;
 * ``latency-cdf.png`` — the latency CDF of every system on each workload;
 * ``idle-auto.png`` — per workload that ran ``max.task.idle.ms=auto``: added p99 against
   records out of order for every single-task timesync setting, ``auto`` highlighted.
+
+Each numeric axis is linear or symlog as its values need, with plain tick labels
+(:mod:`bench.axes`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker
 
 from bench import idle_auto
-from bench.report import CURVE_LABELS
+from bench.axes import plain_number, plain_ticks, set_axis
+from bench.formatting import CURVE_LABELS
 
 COLOURS = {
     "passthrough": "#7f7f7f",
@@ -54,57 +58,70 @@ def _colour(system: dict[str, Any]) -> str:
 def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
     """Write every plot; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for w in results["workloads"]:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for r in w["runs"]:
-            lat, dis = r["latency"]["p99_ms"], r["disorder"]["late_share"]
-            if lat is None:
-                continue
-            system = r["system"]
-            ax.scatter(
-                [dis * 100],
-                [lat],
-                color=_colour(system),
-                marker=MARKERS.get(system["idle"], "o"),
-                s=60,
-                label=system["label"],
-                edgecolors="black",
-                linewidths=0.4,
-            )
-        ax.set_xscale("symlog", linthresh=0.01)
-        ax.set_yscale("symlog", linthresh=10)
-        ax.set_xlabel("records out of event-time order (%)")
-        ax.set_ylabel("p99 end-to-end latency (ms)")
-        ax.set_title(f"{w['name']}: latency vs disorder ({w['records']:,} records)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7, loc="best", ncol=2)
-        fig.tight_layout()
-        path = out_dir / f"latency-disorder-{w['name']}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
-
+    written = [
+        latency_disorder_plot(w, out_dir / f"latency-disorder-{w['name']}.png") for w in results["workloads"]
+    ]
     auto = idle_auto.summary(results)
     if auto:
         written.append(idle_auto_plot(auto, out_dir / "idle-auto.png"))
     written.append(throughput_plot(results["throughput"], out_dir / "throughput.png"))
     if results.get("curves"):
         written += curve_plots(results["curves"], out_dir)
+    if results["workloads"]:  # none with --no-live
+        written.append(latency_cdf_plot(results["workloads"], out_dir / "latency-cdf.png"))
+    return written
 
-    n = len(results["workloads"])
-    if not n:  # --no-live
-        return written
-    cols = min(3, n) or 1
-    rows = (n + cols - 1) // cols or 1
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def latency_disorder_plot(w: dict[str, Any], path: Path) -> Path:
+    """One live workload: a point per system/setting, p99 end-to-end latency against the share of
+    records out of order."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    points = [r for r in w["runs"] if r["latency"]["p99_ms"] is not None]
+    for r in points:
+        system = r["system"]
+        ax.scatter(
+            [r["disorder"]["late_share"] * 100],
+            [r["latency"]["p99_ms"]],
+            color=_colour(system),
+            marker=MARKERS.get(system["idle"], "o"),
+            s=60,
+            label=system["label"],
+            edgecolors="black",
+            linewidths=0.4,
+        )
+    set_axis(ax, "x", [r["disorder"]["late_share"] * 100 for r in points], resolution=0.01, nonnegative=True)
+    set_axis(ax, "y", [r["latency"]["p99_ms"] for r in points], nonnegative=True)
+    ax.set_xlabel("records out of event-time order (%)")
+    ax.set_ylabel("p99 end-to-end latency (ms)")
+    ax.set_title(f"{w['name']}: latency vs disorder ({w['records']:,} records)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="best", ncol=2)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def latency_cdf_plot(workloads: list[dict[str, Any]], path: Path) -> Path:
+    """The latency CDF of every system, one panel per live workload."""
+    n = len(workloads)
+    cols = min(3, n)
+    rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
-    for ax, w in zip(axes.flat, results["workloads"], strict=False):
+    for ax, w in zip(axes.flat, workloads, strict=False):
+        latencies: list[float] = []
         for r in w["runs"]:
             cdf = r["latency"]["cdf"]
             if not cdf:
                 continue
+            xs = [max(1, v) for _, v in cdf]
+            latencies += xs
             ax.plot(
-                [max(1, v) for _, v in cdf],
+                xs,
                 [p for p, _ in cdf],
                 color=_colour(r["system"]),
                 marker=MARKERS.get(r["system"]["idle"], "o"),
@@ -112,7 +129,8 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
                 linewidth=1,
                 label=r["system"]["label"],
             )
-        ax.set_xscale("log")
+        set_axis(ax, "x", latencies, nonnegative=True)
+        plain_ticks(ax, "y")
         ax.set_title(w["name"])
         ax.set_xlabel("latency (ms)")
         ax.set_ylabel("percentile")
@@ -123,17 +141,13 @@ def plots(results: dict[str, Any], out_dir: Path) -> list[Path]:
     fig.legend(handles, labels, loc="lower center", ncol=min(6, len(labels)), fontsize=7)
     fig.suptitle("End-to-end latency CDF (produce → visible in the output)")
     fig.tight_layout(rect=(0, 0.08, 1, 0.96))
-    path = out_dir / "latency-cdf.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
-    return written
+    return _save(fig, path)
 
 
 def idle_auto_plot(auto: dict[str, dict[str, Any]], path: Path) -> Path:
     """One panel per workload (bench.idle_auto.summary): added p99 (ms) against records out of
-    order, a point per fixed setting labelled by its idle, ``auto`` a large orange cross; both
-    axes symlog so that 0 (and a negative added p99) show."""
+    order, a point per fixed setting labelled by its idle, ``auto`` a large orange cross; each
+    axis linear or symlog as its values need (:mod:`bench.axes`)."""
     n = len(auto)
     cols = min(3, n)
     rows = (n + cols - 1) // cols
@@ -155,8 +169,9 @@ def idle_auto_plot(auto: dict[str, dict[str, Any]], path: Path) -> Path:
         a = v["auto"]
         ax.scatter([a["late_records"]], [a["added_p99_ms"]], color="#ff7f0e", marker="P", s=160,
                    edgecolors="black", linewidths=0.8, zorder=3, label="auto")  # fmt: skip
-        ax.set_xscale("symlog", linthresh=1)
-        ax.set_yscale("symlog", linthresh=10)
+        points = [*v["fixed"].values(), a]
+        set_axis(ax, "x", [p["late_records"] for p in points], nonnegative=True, integer=True)
+        set_axis(ax, "y", [p["added_p99_ms"] for p in points])
         ax.set_xlabel("records out of order")
         ax.set_ylabel("added p99 over passthrough (ms)")
         ax.set_title(name + ("" if not v["beaten_by"] else " (auto beaten)"))
@@ -166,9 +181,7 @@ def idle_auto_plot(auto: dict[str, dict[str, Any]], path: Path) -> Path:
         ax.axis("off")
     fig.suptitle("max.task.idle.ms: auto against the fixed settings (lower left is better)")
     fig.tight_layout(rect=(0, 0, 1, 0.95))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def throughput_plot(shapes: list[dict[str, Any]], path: Path) -> Path:
@@ -191,16 +204,14 @@ def throughput_plot(shapes: list[dict[str, Any]], path: Path) -> Path:
         ax.set_xlim(0, 1.3 * max([top, *(r["records_per_s"] for r in runs)]))  # room for the labels
         ax.axvline(top, color="black", linestyle="--", linewidth=1)
         ax.text(top, 1.01, f"ceiling {top:,}", fontsize=7, ha="center", transform=ax.get_xaxis_transform())
-        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,.0f}"))
+        plain_ticks(ax, "x")
         ax.invert_yaxis()
         ax.set_xlabel("records/s (steady, same backlog; × = ratio to the ceiling)")
         ax.set_title(
             f"{tp['shape']}: {tp['records']:,} records, {tp['value_bytes']:g} B values", fontsize=9, pad=14
         )
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def curve_plots(curves: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -231,9 +242,9 @@ def curve_plots(curves: dict[str, Any], out_dir: Path) -> list[Path]:
         ticks = sorted({r[axis] for r in runs if r[fixed] == held})
         for ax, metric in zip(axes, CURVE_LABELS, strict=True):
             ax.set_xscale("log")
-            ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+            ax.set_xticks(ticks, [plain_number(t) for t in ticks])
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:,.6g}"))
+            plain_ticks(ax, "y")
             ax.set_xlabel(xlabel)
             ax.set_title(CURVE_LABELS[metric])
             ax.grid(True, which="both", alpha=0.3)
@@ -242,8 +253,5 @@ def curve_plots(curves: dict[str, Any], out_dir: Path) -> list[Path]:
         fixed_text = f"{held:,} B values" if fixed == "value_bytes" else f"{held} input partitions"
         fig.suptitle(f"Cost against {xlabel} ({fixed_text}, backlog drained as fast as possible)")
         fig.tight_layout()
-        path = out_dir / name
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save(fig, out_dir / name))
     return written

@@ -13,15 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from bench import idle_auto
-from bench.report import (
-    CURVE_LABELS,
-    GROWTH_WORDS,
-    curves_section,
-    extractors_section,
-    markdown,
-)
-from bench.report_spark import spark_jobs_section
-from bench.table_format import fmt
+from bench.formatting import CURVE_LABELS, GROWTH_WORDS, fmt
+from bench.report import markdown
+from bench.report_sections import curves_section, extractors_section, spark_jobs_section
 
 BLOCK = re.compile(r"(<!-- bench:(?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!-- /bench:(?P=name) -->)", re.S)
 READMES = ("README.md", "bench/README.md", "deploy/README.md")

@@ -130,67 +130,21 @@ async def spark_state_phase(
             *(TopicSpec(f"{prefix}-{job}-out") for job in JOBS),
         ],
     )
-    total = await _write_and_order(bootstrap, tag, p, orders, payments, ordered, log_dir)
-    keys = p.spark_state_keys
-    checkpoint = Path(tempfile.mkdtemp(prefix="timesync-bench-state-"))
-    out: dict[str, dict[str, Any]] = {}
-    try:
-        for job in JOBS:
-            with track(f"spark state: {job} over the remembered keys", total=None):
-                args = spark_rates.job_args(
-                    job,
-                    bootstrap,
-                    ordered,
-                    f"{prefix}-{job}-out",
-                    orders,
-                    payments,
-                    ttl=TTL,
-                    within=JOIN_WITHIN,
-                )
-                r = await asyncio.to_thread(
-                    spark_rates.run_job,
-                    spark,
-                    args,
-                    checkpoint / job,
-                    p.spark_rate_batch,
-                    lambda progress: {"active": active_phase(progress, keys)},
-                )
-            out[f"{job}_keys_remembered"] = _summary(job, r, p, total, active_only.get(job) or {})
-    finally:
-        shutil.rmtree(checkpoint, ignore_errors=True)
-    return out
-
-
-async def _write_and_order(
-    bootstrap: str, tag: str, p: Plan, orders: str, payments: str, ordered: str, log_dir: Path
-) -> int:
-    """The remember phase then the active phase into the inputs, merged by a sidecar (idle 0)
-    into ``ordered``; returns how many records it holds."""
-    keys = p.spark_state_keys
-    n_orders = p.spark_rate_records // 2
-    remember_ms = keys * 1000 // REMEMBER_PER_S
-    base = collect.now_ms() - remember_ms - n_orders - 60_000
-    active = spark_rates.orders_and_payments(
-        orders, payments, n_orders, p.spark_rate_keys, base + remember_ms + 1000, p.seed
-    )
-    total = keys + len(active)
-    with track("spark state: write the backlog", total=total) as bar:
-
-        def after(done: int) -> Callable[[int], None]:
-            return lambda n: bar.update(done + n)
-
-        for start in range(0, keys, CHUNK):
-            chunk = remember_events(orders, keys, start, start + CHUNK, base, p.seed)
-            await kafka_io.produce(bootstrap, chunk, progress=after(start))
-        await kafka_io.produce(bootstrap, active, progress=after(keys))
-    del active
+    total = await _write_backlog(bootstrap, p, orders, payments)
     spec = SystemSpec("timesync", "0")
     async with running(spec, bootstrap, [orders, payments], ordered, f"{tag}-state", log_dir):
         with track("spark state: order it with timesync", total=None):
             ok = await collect.wait_for_count(bootstrap, ordered, 1, total, timeout_s=900, poll_s=0.5)
     if ok is None:
         raise RuntimeError(f"spark state: the sidecar did not write {total:,} records in 900 s")
-    return total
+    out: dict[str, dict[str, Any]] = {}
+    for job in JOBS:
+        args = spark_rates.job_args(
+            job, bootstrap, ordered, f"{prefix}-{job}-out", orders, payments, ttl=TTL, within=JOIN_WITHIN
+        )
+        r = await _run(job, spark, args, p)
+        out[f"{job}_keys_remembered"] = _summary(job, r, p, total, active_only.get(job) or {})
+    return out
 
 
 def _summary(job: str, r: dict[str, Any], p: Plan, total: int, alone: dict[str, Any]) -> dict[str, Any]:
@@ -225,3 +179,44 @@ def _summary(job: str, r: dict[str, Any], p: Plan, total: int, alone: dict[str, 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3) if a and b else None
+
+
+async def _write_backlog(bootstrap: str, p: Plan, orders: str, payments: str) -> int:
+    """One order per remembered key, then the active phase (orders and payments over
+    ``p.spark_rate_keys`` customers); the records written."""
+    keys = p.spark_state_keys
+    n_orders = p.spark_rate_records // 2
+    remember_ms = keys * 1000 // REMEMBER_PER_S
+    base = collect.now_ms() - remember_ms - n_orders - 60_000
+    active = spark_rates.orders_and_payments(
+        orders, payments, n_orders, p.spark_rate_keys, base + remember_ms + 1000, p.seed
+    )
+    total = keys + len(active)
+    with track("spark state: write the backlog", total=total) as bar:
+
+        def after(done: int) -> Callable[[int], None]:
+            return lambda n: bar.update(done + n)
+
+        for start in range(0, keys, CHUNK):
+            chunk = remember_events(orders, keys, start, start + CHUNK, base, p.seed)
+            await kafka_io.produce(bootstrap, chunk, progress=after(start))
+        await kafka_io.produce(bootstrap, active, progress=after(keys))
+    return total
+
+
+async def _run(job: str, spark: Any, args: list[str], p: Plan) -> dict[str, Any]:
+    """``job`` over the ordered topic; the whole query's figures and the active phase's."""
+    checkpoint = Path(tempfile.mkdtemp(prefix="timesync-bench-state-"))
+    try:
+        with track(f"spark state: {job} over the remembered keys", total=None):
+            result: dict[str, Any] = await asyncio.to_thread(
+                spark_rates.run_job,
+                spark,
+                args,
+                checkpoint / job,
+                p.spark_rate_batch,
+                lambda progress: {"active": active_phase(progress, p.spark_state_keys)},
+            )
+            return result
+    finally:
+        shutil.rmtree(checkpoint, ignore_errors=True)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from bench.peers.kafka_streams import KafkaStreamsPeer
+from bench.peers.kafka_streams import KafkaStreamsPeer, PeerProcess, PeerSettings
 from testkit.processes import spawn_logged, terminate
 from testkit.sidecar_process import SidecarProcess
 
@@ -329,8 +329,7 @@ async def running(
         assert spec.idle is not None
         idle: int | Literal["max"] = "max" if spec.idle == "max" else int(spec.idle)
         commit_ms, config = KS_PROFILES[spec.profile] if spec.profile is not None else (100, {})
-        warm = {"warmup_topics": warmup[0], "warmup_records": warmup[1]} if warmup else {}
-        peer = KafkaStreamsPeer(
+        settings = PeerSettings(
             bootstrap,
             inputs,
             output,
@@ -338,9 +337,11 @@ async def running(
             group,
             commit_interval_ms=commit_ms,
             config=config,
-            ready_timeout_s=READY_TIMEOUT_S + (warmup[1] / 5_000 if warmup else 0),
-            **warm,
+            warmup_topics=warmup[0] if warmup else (),
+            warmup_records=warmup[1] if warmup else 0,
         )
+        process = PeerProcess(ready_timeout_s=READY_TIMEOUT_S + (warmup[1] / 5_000 if warmup else 0))
+        peer = KafkaStreamsPeer(settings, process)
         async with peer:
             yield _ready(spec, peer.pid, started)
     else:

@@ -2,9 +2,22 @@
 # written in C, for the three C modules that need them (the fetched-record reader, the output
 # encoder, the Avro skip plan). Header-only: each module inlines what it uses.
 #
-# ``read_zigzag`` reports trouble by its result rather than raising, so that it runs without the
+# The readers report trouble by their result rather than raising, so that they run without the
 # GIL and each caller raises its own error (a corrupt Kafka record, an Avro body that does not
-# decode): OK, TRUNCATED (the buffer ends inside the varint) or TOO_LONG (over 64 bits).
+# decode): OK, TRUNCATED (the buffer ends inside the varint), TOO_LONG (a tenth byte that goes
+# on) or, for Avro only, OVER_64_BITS.
+#
+# Ten bytes carry 70 bits; a 64-bit value needs only the lowest bit of the tenth. What a reader
+# does with the other six is where Kafka's Java client and our Avro rule part:
+#
+# * ``read_zigzag`` is Kafka's ``ByteUtils.readVarlong`` (clients, org.apache.kafka.common.utils):
+#   at most ten bytes, and of the tenth only the lowest bit is kept (Java's ``b << 63``). The
+#   fetched-record reader reads as the Java consumer does, so it keeps this rule.
+# * ``read_avro_long`` refuses a tenth byte above 1 (OVER_64_BITS). Java Avro's ``readLong``
+#   keeps the lowest bit too; we refuse instead, as the Python plan (the specification,
+#   ``sidecar/formats/avro_plan.py``) does: no encoder writes such a byte, and a value that
+#   depends on how a reader truncates it is not an event time to trust. Before, the C plan read
+#   0 where the Python plan read 2^63.
 
 from libc.stdint cimport int64_t, uint64_t
 
@@ -12,12 +25,13 @@ cdef enum:
     ZIGZAG_OK = 0
     ZIGZAG_TRUNCATED = 1
     ZIGZAG_TOO_LONG = 2
+    ZIGZAG_OVER_64_BITS = 3
 
 
 cdef inline int read_zigzag(
     const unsigned char* buf, Py_ssize_t end, Py_ssize_t* pos, int64_t* out
 ) noexcept nogil:
-    """The varint at ``pos`` (before ``end``) into ``out``, moving ``pos`` past it."""
+    """Kafka's varlong at ``pos`` (before ``end``) into ``out``, moving ``pos`` past it."""
     cdef uint64_t value = 0
     cdef int shift = 0
     cdef unsigned char b
@@ -33,6 +47,28 @@ cdef inline int read_zigzag(
         shift += 7
         if shift > 63:
             return ZIGZAG_TOO_LONG
+
+
+cdef inline int read_avro_long(
+    const unsigned char* buf, Py_ssize_t end, Py_ssize_t* pos, int64_t* out
+) noexcept nogil:
+    """Avro's long at ``pos`` (before ``end``) into ``out``, moving ``pos`` past it; a tenth
+    byte above 1 is OVER_64_BITS (or TOO_LONG when it goes on)."""
+    cdef uint64_t value = 0
+    cdef int shift = 0
+    cdef unsigned char b
+    while True:
+        if pos[0] >= end:
+            return ZIGZAG_TRUNCATED
+        b = buf[pos[0]]
+        pos[0] += 1
+        if shift == 63 and b > 1:
+            return ZIGZAG_TOO_LONG if b & 0x80 else ZIGZAG_OVER_64_BITS
+        value |= <uint64_t>(b & 0x7F) << shift
+        if not (b & 0x80):
+            out[0] = <int64_t>(value >> 1) ^ -<int64_t>(value & 1)
+            return ZIGZAG_OK
+        shift += 7
 
 
 cdef inline uint64_t zigzag(int64_t v) noexcept nogil:

@@ -1,10 +1,13 @@
 """``timesync-sidecar --config FILE [--set key=value ...]`` (also ``python -m sidecar``).
 
+``timesync-sidecar config`` lists the config keys (:mod:`sidecar.config.listing`) and
 ``timesync-sidecar offsets reset ...`` is the offsets command (:mod:`sidecar.offsets.cli`); any
 other invocation runs the sidecar, as it always has.
 
 Runs until SIGTERM or SIGINT, then drains what is safe, commits and exits 0. Exit 2 on a config
 error and 1 on a fatal runtime error, each with one clear line on stderr and no traceback.
+``--help`` is written for the command line (:data:`DESCRIPTION`, :data:`COMMANDS`), not taken
+from this docstring: it names no key, and points to ``timesync-sidecar config`` for them.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import warnings
 from typing import NoReturn
 
 from sidecar import __version__
-from sidecar.config import ConfigError, SidecarConfig, load_config
+from sidecar.config import ConfigError, SidecarConfig, load_config, without_values
 from sidecar.core import IDLE_AUTO
 
 EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
@@ -28,14 +31,31 @@ EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_CONFIG, f"timesync-sidecar: {message} (see --help)\n")
+        self.exit(EXIT_CONFIG, f"timesync-sidecar: {without_values(message)} (see --help)\n")
+
+
+DESCRIPTION = """\
+Merge Kafka input partitions into one topic in event-time order.
+
+Runs until SIGTERM or SIGINT, then writes what may go out, commits and exits 0.
+Exit 2 on a config error, 1 on a fatal runtime error, each with one line on stderr.
+
+Config keys come from the --config file, then TIMESYNC_<KEY> environment variables,
+then --set, later wins. `timesync-sidecar config` lists every key: its default,
+what it accepts and what it means."""
+
+COMMANDS = """\
+commands:
+  timesync-sidecar config [KEY ...]    the config keys (--format table|markdown|json)
+  timesync-sidecar offsets reset ...   move the group's committed offsets (replay)"""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="timesync-sidecar",
-        description=__doc__.split("\n\n")[0],
-        epilog="timesync-sidecar offsets reset --help: move the group's committed offsets (replay)",
+        description=DESCRIPTION,
+        epilog=COMMANDS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", "-c", metavar="FILE", help="a .properties or YAML file of config keys")
     parser.add_argument(
@@ -44,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a config key (repeatable; wins)",
+        help="a config key (repeatable; wins over the file and the environment)",
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument("--version", action="version", version=f"timesync {__version__}")
@@ -57,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         from sidecar.offsets.cli import main as offsets_main
 
         return offsets_main(argv[1:])
+    if argv[:1] == ["config"]:
+        from sidecar.config.listing import main as config_main
+
+        return config_main(argv[1:])
     args = build_parser().parse_args(argv)
     warnings.simplefilter("ignore")  # a user sees our one-line errors, never a library's warnings
     try:

@@ -1,7 +1,8 @@
 """``timesync-spark JOB --bootstrap-servers … --topic … [options]`` (also ``python -m spark_consumer``).
 
 Runs one job over the ordered topic until SIGTERM/SIGINT (or, with ``--trigger available-now``,
-until everything available has been processed), then prints what it dropped as late.
+until everything available has been processed), then prints what it dropped as late and how
+many values did not decode.
 
 Exit status: 0 after a clean stop; 2 on a usage error (one line on stderr, before Spark starts
 when the mistake can be seen without it); 1 when the query fails.
@@ -142,7 +143,11 @@ def run(plan: Plan) -> int:
     detail = f"watermark {dropped.watermark}"
     if plan.command.counts_late_per_key:
         detail += f", key stream time {dropped.key_stream_time}"
-    print(f"{PROG}: {plan.job} stopped; rows dropped as late: {dropped.total} ({detail})", file=sys.stderr)
+    print(
+        f"{PROG}: {plan.job} stopped; rows dropped as late: {dropped.total} ({detail}); "
+        f"values that did not decode: {dropped.undecodable}",
+        file=sys.stderr,
+    )
     if owns_session:
         # Stopping drains Spark's listener bus while this process can still answer the Python
         # listener; exiting with the session up makes Spark log a py4j error for it instead.

@@ -16,21 +16,24 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from spark_consumer.options import PROG, UsageError, check_field, key_value, parse_duration
-from spark_consumer.schema_registry import RegistryClient, RegistrySettings, value_subject
+from spark_consumer.registry_credentials import add_credential_options, registry_credentials
+from spark_consumer.schema_registry import (
+    BASIC_AUTH_ENV,
+    BEARER_TOKEN_ENV,
+    RegistryClient,
+    RegistrySettings,
+    value_subject,
+)
 from spark_consumer.security import MECHANISMS, PROTOCOLS, KafkaSecurity
 from spark_consumer.session import SessionOptions
 from spark_consumer.value_formats import VALUE_FORMATS, BinaryValues, ProtobufValues, plan_values
-
-#: Registry secrets may come from the environment instead of the command line (where ``ps`` shows them).
-BASIC_AUTH_ENV = "TIMESYNC_SPARK_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO"
-BEARER_TOKEN_ENV = "TIMESYNC_SPARK_SCHEMA_REGISTRY_BEARER_AUTH_TOKEN"
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -43,7 +46,28 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line on stderr and exit 2 (no usage dump)."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
+        raise UsageError(without_values(message))
+
+
+def without_values(message: str) -> str:
+    """An ``argparse`` error without the values it quotes: ``unrecognized arguments: alice:pw``
+    and an ambiguous ``--schema-registry-basic-auth-user=alice:pw`` name only the options, and an
+    invalid choice is repeated only when it is a plain word (the sidecar's CLI does the same:
+    ``sidecar/config/secrets.py``)."""
+    head, sep, rest = message.partition("unrecognized arguments: ")
+    if sep:
+        words = rest.split()
+        options = [w.split("=", 1)[0] for w in words if w.startswith("-")]
+        hidden = len(words) - len(options)
+        shown = " ".join(options)
+        if hidden:
+            shown += f"{' and ' if shown else ''}{hidden} more word{'s' if hidden > 1 else ''} (not shown)"
+        message = head + sep + shown
+    # An invalid choice is shown when it is a plain word (a mistyped enum, 'TLS'), else cut.
+    message = re.sub(
+        r"invalid choice: (?!'[\w.-]{1,32}' \()(.*) \(choose from", "invalid choice (choose from", message
+    )
+    return re.sub(r"(--?[\w.-]+)=\S*", r"\1=...", message)
 
 
 def _pair(text: str) -> tuple[str, str]:
@@ -56,7 +80,23 @@ def _pair(text: str) -> tuple[str, str]:
 def common_parser() -> Parser:
     """The parent parser of every job: the source, security, values, sink and spark groups."""
     common = Parser(add_help=False)
-    src = common.add_argument_group("source (the ordered topic)")
+    _source_arguments(common.add_argument_group("source (the ordered topic)"))
+    _security_arguments(
+        common.add_argument_group(
+            "security (passwords from $TIMESYNC_SPARK_SASL_PASSWORD and $TIMESYNC_SPARK_SSL_PASSWORD)"
+        )
+    )
+    _value_arguments(
+        common.add_argument_group(
+            f"values (registry secrets also from ${BASIC_AUTH_ENV} and ${BEARER_TOKEN_ENV})"
+        )
+    )
+    _sink_arguments(common.add_argument_group("sink"))
+    _spark_arguments(common.add_argument_group("spark"))
+    return common
+
+
+def _source_arguments(src: argparse._ArgumentGroup) -> None:
     src.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT[,...]")
     src.add_argument("--topic", required=True, help="the ordered topic the sidecar writes")
     src.add_argument(
@@ -77,9 +117,9 @@ def common_parser() -> Parser:
         metavar="KEY=VALUE",
         help="passed to the Kafka source and sink, e.g. kafka.security.protocol=SSL",
     )
-    sec = common.add_argument_group(
-        "security (passwords from $TIMESYNC_SPARK_SASL_PASSWORD and $TIMESYNC_SPARK_SSL_PASSWORD)"
-    )
+
+
+def _security_arguments(sec: argparse._ArgumentGroup) -> None:
     sec.add_argument("--security-protocol", choices=PROTOCOLS, help="as the sidecar's security.protocol")
     sec.add_argument("--sasl-mechanism", choices=MECHANISMS, help="default PLAIN")
     sec.add_argument("--sasl-username", metavar="NAME")
@@ -95,9 +135,9 @@ def common_parser() -> Parser:
         metavar="FILE",
         help="client certificate and key: .p12/.pfx (PKCS#12), .jks, or .pem (key and chain in one file)",
     )
-    val = common.add_argument_group(
-        f"values (registry secrets also from ${BASIC_AUTH_ENV} and ${BEARER_TOKEN_ENV})"
-    )
+
+
+def _value_arguments(val: argparse._ArgumentGroup) -> None:
     val.add_argument(
         "--value-format",
         choices=VALUE_FORMATS,
@@ -125,10 +165,11 @@ def common_parser() -> Parser:
         help="--value-format protobuf: the values' message type, e.g. shop.Payment (default: the "
         "schema's first message)",
     )
-    val.add_argument("--schema-registry-basic-auth-user-info", metavar="USER:PASSWORD")
-    val.add_argument("--schema-registry-bearer-auth-token", metavar="TOKEN")
+    add_credential_options(val)
     val.add_argument("--schema-registry-ssl-cafile", metavar="PEM", help="CA certificates to trust (PEM)")
-    out = common.add_argument_group("sink")
+
+
+def _sink_arguments(out: argparse._ArgumentGroup) -> None:
     out.add_argument("--sink", choices=("kafka", "console", "parquet"), default="kafka")
     out.add_argument("--output-topic", help="with the Kafka sink (created when missing)")
     out.add_argument("--path", help="output directory for --sink parquet")
@@ -136,7 +177,9 @@ def common_parser() -> Parser:
         "--checkpoint", required=True, metavar="DIR", help="checkpoint directory; a restart resumes from it"
     )
     out.add_argument("--trigger", default="1s", metavar="DURATION|available-now")
-    spark = common.add_argument_group("spark")
+
+
+def _spark_arguments(spark: argparse._ArgumentGroup) -> None:
     spark.add_argument("--master", help="Spark master (default local[*])")
     spark.add_argument(
         "--jars-dir",
@@ -153,7 +196,6 @@ def common_parser() -> Parser:
     )
     spark.add_argument("--shuffle-partitions", type=int, default=2)
     spark.add_argument("--conf", action="append", type=_pair, default=[], metavar="KEY=VALUE")
-    return common
 
 
 def _trigger(text: str) -> str | int:
@@ -220,15 +262,12 @@ class CommonOptions:
 
 
 def registry_settings(args: argparse.Namespace) -> RegistrySettings:
-    """``--schema-registry-*`` (secrets from the environment when not on the command line)."""
+    """``--schema-registry-*``, the credentials from the environment or a file
+    (:mod:`spark_consumer.registry_credentials`)."""
     if not args.schema_registry_url:
         raise UsageError(f"--schema-registry-url: required with --value-format {args.value_format}")
-    return RegistrySettings(
-        args.schema_registry_url,
-        args.schema_registry_basic_auth_user_info or os.environ.get(BASIC_AUTH_ENV) or None,
-        args.schema_registry_bearer_auth_token or os.environ.get(BEARER_TOKEN_ENV) or None,
-        args.schema_registry_ssl_cafile,
-    )
+    basic, bearer = registry_credentials(args)
+    return RegistrySettings(args.schema_registry_url, basic, bearer, args.schema_registry_ssl_cafile)
 
 
 def registry_values(args: argparse.Namespace) -> BinaryValues | None:

@@ -1,4 +1,4 @@
-"""What the job drops, from Structured Streaming's query progress.
+"""What the job drops, and what it could not decode, from Structured Streaming's query progress.
 
 Two kinds of drop, both reported per micro-batch by Spark:
 
@@ -7,6 +7,9 @@ Two kinds of drop, both reported per micro-batch by Spark:
   time it carries) — rows whose event time was at or below the watermark;
 - **late for their key** (suppress only): the processor's count, published as the observed
   metric ``timesync_suppress.late_rows``.
+
+Beside them, not a drop: the values that did not decode (their rows go on with a NULL ``data``),
+the observed metrics ``timesync_values_<n>.undecodable`` of :mod:`spark_consumer.values`.
 
 :func:`drops` sums them over a query's progress reports. ``query.recentProgress`` keeps only
 the last ``spark.sql.streaming.numRecentProgressUpdates`` (100) of them, so a long-running job
@@ -25,6 +28,7 @@ from pyspark.sql.streaming.listener import StreamingQueryListener
 from pyspark.sql.streaming.query import StreamingQuery
 
 from spark_consumer.jobs.suppress import FORGOTTEN_KEYS, LATE_ROWS, OBSERVATION
+from spark_consumer.values import OBSERVATION_PREFIX, UNDECODABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +37,14 @@ class Drops:
 
     ``forgotten_keys`` (suppress) counts evicted keys whose closed windows were forgotten after
     ``--closed-retention``: not a drop, but what the bound on state costs — a record for such a
-    key starts afresh.
+    key starts afresh. ``undecodable`` counts values that did not decode: not a drop either,
+    their rows went on with a NULL ``data`` (:mod:`spark_consumer.values`).
     """
 
     watermark: int = 0
     key_stream_time: int = 0
     forgotten_keys: int = 0
+    undecodable: int = 0
 
     @property
     def total(self) -> int:
@@ -49,15 +55,24 @@ class Drops:
             self.watermark + other.watermark,
             self.key_stream_time + other.key_stream_time,
             self.forgotten_keys + other.forgotten_keys,
+            self.undecodable + other.undecodable,
         )
 
 
 def drops_in(progress: Any) -> Drops:
     """The drops one progress report (``StreamingQueryProgress``) records for its micro-batch."""
     by_watermark = sum(int(op.numRowsDroppedByWatermark or 0) for op in progress.stateOperators)
-    observed = (progress.observedMetrics or {}).get(OBSERVATION)
+    metrics = progress.observedMetrics or {}
+    observed = metrics.get(OBSERVATION)
     values = observed.asDict() if observed is not None else {}
-    return Drops(by_watermark, int(values.get(LATE_ROWS) or 0), int(values.get(FORGOTTEN_KEYS) or 0))
+    undecodable = sum(
+        int(row.asDict().get(UNDECODABLE) or 0)
+        for name, row in metrics.items()
+        if name.startswith(OBSERVATION_PREFIX)
+    )
+    return Drops(
+        by_watermark, int(values.get(LATE_ROWS) or 0), int(values.get(FORGOTTEN_KEYS) or 0), undecodable
+    )
 
 
 def sum_drops(progresses: Iterable[Any]) -> Drops:

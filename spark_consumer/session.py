@@ -16,6 +16,8 @@ driver JVM reads them once:
   would, and workers must use the driver's interpreter (the one with this package), so
   ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` are set to :data:`sys.executable`.
 - **Logging.** The driver JVM gets ``log4j2.properties`` from this package (warnings only).
+- **Bounds on one value.** Java Avro reads its limits from system properties once: the driver's
+  and the executors' JVM options carry them (:mod:`spark_consumer.value_limits`).
 
 The session also uses the RocksDB state store (large state off the JVM heap, and what
 ``transformWithState`` is built for), few shuffle partitions (each stateful micro-batch
@@ -32,6 +34,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from spark_consumer.value_limits import ValueLimits
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -271,9 +275,18 @@ def session_conf(options: SessionOptions) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.ui.enabled": str(options.ui).lower(),
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2}",
+    }
+    # Java Avro's bounds on one value are JVM options of the driver and every executor
+    # (spark_consumer/value_limits.py). A user's own options for a JVM come after ours: for a
+    # property set twice, the JVM keeps the later.
+    limits = ValueLimits.from_conf(options.conf).java_options()
+    java = {
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{LOG4J2} {limits}",
+        "spark.executor.extraJavaOptions": limits,
     }
     conf.update(options.conf)
+    for key, ours in java.items():
+        conf[key] = f"{ours} {options.conf[key]}" if key in options.conf else ours
     return conf
 
 

@@ -87,6 +87,9 @@ def plan_values(
             for v in versions
             if v.schema_type == "AVRO"
         }
+        for v in versions:
+            if v.id in writers:
+                _require_bounded(subject, v, writers[v.id])
         return AvroValues(subject, writers[latest.id], writers)
     from spark_consumer.protobuf_schema import compile_descriptor_set, message_path
 
@@ -95,6 +98,21 @@ def plan_values(
     indexes, full_name = message_path(descriptor_set, name, message)
     ids = frozenset(v.id for v in versions)
     return ProtobufValues(subject, descriptor_set, name, ids, indexes, full_name)
+
+
+def _require_bounded(subject: str, version: SchemaVersion, schema: str) -> None:
+    """:class:`UsageError` when a version's values could claim more items than any bound stops
+    (:func:`spark_consumer.value_limits.unbounded_arrays`)."""
+    from spark_consumer.value_limits import unbounded_arrays
+
+    where = unbounded_arrays(schema)
+    if where is not None:
+        raise UsageError(
+            f"--value-format avro: subject {subject!r} (version {version.version}, id {version.id}): "
+            f"{where} is an array of items that take no bytes (null, an empty record, a fixed of size 0) "
+            "inside an array or map; a value of a few bytes could claim billions of them, so the jobs "
+            "do not read such schemas"
+        )
 
 
 def proto_file_name(version: SchemaVersion) -> str:

@@ -106,6 +106,7 @@ async def read_topics(
     timeout_s: float = 60.0,
     isolation_level: str = "read_uncommitted",
     progress: Progress | None = None,
+    raw_header_keys: bool = False,
     **consumer: Any,
 ) -> list[ConsumerRecord[bytes, bytes]]:
     """Read the topics from the beginning, in the order a plain consumer receives them.
@@ -113,7 +114,9 @@ async def read_topics(
     With ``expected``, stops once that many records arrived (or after ``timeout_s``): a writer
     that is still waiting — a sidecar idling on a quiet partition — must not look finished.
     Without it, stops when every partition is at its high watermark and nothing new came for
-    ``idle_s``, or after ``timeout_s``.
+    ``idle_s``, or after ``timeout_s``. With ``raw_header_keys`` the records are read by the
+    sidecar's reader, which takes header keys that are not UTF-8 (aiokafka's refuses them):
+    ``sidecar.core.stamping.header_key_bytes`` gives a key's bytes back.
     """
     cons = AIOKafkaConsumer(
         bootstrap_servers=bootstrap,
@@ -123,6 +126,11 @@ async def read_topics(
         **consumer,
     )
     await cons.start()
+    if raw_header_keys:
+        from sidecar.kafka import fetch_hook
+
+        if fetch_hook.install(cons) != "native":
+            raise RuntimeError("raw_header_keys needs the sidecar's C reader (built at install)")
     out: list[ConsumerRecord[bytes, bytes]] = []
     try:
         counts = await topic_partition_counts(bootstrap, topics, **consumer)

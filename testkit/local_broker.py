@@ -43,13 +43,16 @@ def load_registry_launcher() -> ModuleType:
 
 
 @contextmanager
-def kafka(**start: object) -> Iterator[str]:
-    """Yield a bootstrap address; a broker started here is stopped (and its data removed) on exit."""
+def kafka(settings: object = None) -> Iterator[str]:
+    """Yield a bootstrap address; a broker started here is stopped (and its data removed) on exit.
+
+    ``settings``: the launcher's ``BrokerSettings`` for a broker started here (default: its
+    defaults)."""
     existing = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if existing:
         yield existing
         return
-    broker = load_launcher().start_broker(die_with_parent=True, **start)
+    broker = load_launcher().start_broker(settings, die_with_parent=True)
     try:
         yield broker.bootstrap
     finally:

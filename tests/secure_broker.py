@@ -80,8 +80,10 @@ def start_secure_broker(directory: Path) -> SecureBroker:
     launcher = load_launcher()
     tls = make_tls_files(directory)
     broker = launcher.start_broker(
+        launcher.BrokerSettings(
+            scram_users={SCRAM_USER: SCRAM_PASSWORD},
+            ssl=launcher.SslFiles(tls.ca_cert, tls.server_cert, tls.server_key),
+        ),
         die_with_parent=True,
-        scram_users={SCRAM_USER: SCRAM_PASSWORD},
-        ssl=launcher.SslFiles(tls.ca_cert, tls.server_cert, tls.server_key),
     )
     return SecureBroker(broker, tls)

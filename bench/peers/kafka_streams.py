@@ -7,7 +7,7 @@ The harness measures the merging process itself (CPU seconds, peak RSS from ``/p
 the peer is started as a plain ``java`` child whose pid is the JVM's.
 
     jar = build()
-    async with KafkaStreamsPeer(bootstrap, ["a", "b"], "out", 0, "bench-ks-1") as peer:
+    async with KafkaStreamsPeer(PeerSettings(bootstrap, ["a", "b"], "out", 0, "bench-ks-1")) as peer:
         ...  # peer.pid, peer.ready_after_s
 """
 
@@ -22,6 +22,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, Self
@@ -115,8 +116,9 @@ def _idle_arg(value: IdleMs) -> str:
     return str(value)
 
 
-class KafkaStreamsPeer:
-    """One running Kafka Streams peer process; use as ``async with`` or call start()/stop().
+@dataclass(frozen=True, slots=True)
+class PeerSettings:
+    """What the peer runs: its Kafka Streams application.
 
     ``max_task_idle_ms`` is -1, 0, N or ``"max"``. Use ``"max"`` to wait forever: the peer maps
     it to a value Kafka Streams can add to the wall clock, whereas a literal ``2**63 - 1`` is
@@ -126,53 +128,75 @@ class KafkaStreamsPeer:
     records of those topics with the same settings (its JIT warms up); READY comes after that.
     """
 
-    def __init__(
-        self,
-        bootstrap: str,
-        input_topics: Sequence[str],
-        output_topic: str,
-        max_task_idle_ms: IdleMs,
-        application_id: str,
-        *,
-        processing_guarantee: Literal["at_least_once", "exactly_once_v2"] = "at_least_once",
-        commit_interval_ms: int = 100,
-        config: Mapping[str, str] | None = None,
-        warmup_topics: Sequence[str] = (),
-        warmup_records: int = 0,
-        jvm_options: Sequence[str] = DEFAULT_JVM_OPTIONS,
-        ready_timeout_s: float = READY_TIMEOUT_S,
-        stop_timeout_s: float = STOP_TIMEOUT_S,
-        jar: Path | None = None,
-    ) -> None:
-        if not input_topics:
+    bootstrap: str
+    input_topics: Sequence[str]
+    output_topic: str
+    max_task_idle_ms: IdleMs
+    application_id: str
+    processing_guarantee: Literal["at_least_once", "exactly_once_v2"] = "at_least_once"
+    commit_interval_ms: int = 100
+    config: Mapping[str, str] = field(default_factory=dict)
+    warmup_topics: Sequence[str] = ()
+    warmup_records: int = 0
+
+    def arguments(self) -> list[str]:
+        """The peer's command-line arguments (after ``java ... -jar JAR``)."""
+        if not self.input_topics:
             raise ValueError("input_topics is empty: the peer needs at least one topic to merge")
-        self.jar = jar or JAR
-        self.argv = [
-            java_executable(),
-            *jvm_options,
-            "-jar",
-            str(self.jar),
+        argv = [
             "--bootstrap-servers",
-            bootstrap,
+            self.bootstrap,
             "--input-topics",
-            ",".join(input_topics),
+            ",".join(self.input_topics),
             "--output-topic",
-            output_topic,
+            self.output_topic,
             "--application-id",
-            application_id,
+            self.application_id,
             "--max-task-idle-ms",
-            _idle_arg(max_task_idle_ms),
+            _idle_arg(self.max_task_idle_ms),
             "--processing-guarantee",
-            processing_guarantee,
+            self.processing_guarantee,
             "--commit-interval-ms",
-            str(commit_interval_ms),
+            str(self.commit_interval_ms),
         ]
-        for key, value in (config or {}).items():
-            self.argv += ["--config", f"{key}={value}"]
-        if warmup_topics and warmup_records > 0:
-            self.argv += ["--warmup-topics", ",".join(warmup_topics), "--warmup-records", str(warmup_records)]
-        self.ready_timeout_s = ready_timeout_s
-        self.stop_timeout_s = stop_timeout_s
+        for key, value in self.config.items():
+            argv += ["--config", f"{key}={value}"]
+        if self.warmup_topics and self.warmup_records > 0:
+            argv += [
+                "--warmup-topics",
+                ",".join(self.warmup_topics),
+                "--warmup-records",
+                str(self.warmup_records),
+            ]
+        return argv
+
+
+@dataclass(frozen=True, slots=True)
+class PeerProcess:
+    """How the peer's JVM runs: its options, how long it may take to be ready and to stop, and
+    its jar (default: the one :func:`build` makes)."""
+
+    jvm_options: Sequence[str] = DEFAULT_JVM_OPTIONS
+    ready_timeout_s: float = READY_TIMEOUT_S
+    stop_timeout_s: float = STOP_TIMEOUT_S
+    jar: Path | None = None
+
+
+class KafkaStreamsPeer:
+    """One running Kafka Streams peer process; use as ``async with`` or call start()/stop().
+
+    ``settings``: the application it runs (:class:`PeerSettings`); ``process``: how its JVM runs
+    (:class:`PeerProcess`, default its defaults).
+    """
+
+    def __init__(self, settings: PeerSettings, process: PeerProcess | None = None) -> None:
+        process = process or PeerProcess()
+        arguments = settings.arguments()
+        self.settings = settings
+        self.jar = process.jar or JAR
+        self.argv = [java_executable(), *process.jvm_options, "-jar", str(self.jar), *arguments]
+        self.ready_timeout_s = process.ready_timeout_s
+        self.stop_timeout_s = process.stop_timeout_s
         self.ready_after_s: float | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)

@@ -47,17 +47,23 @@ def copy_into_batches(records: list[Any], new_batch: Callable[[], Any]) -> list[
     return batches
 
 
-async def run(bootstrap: str, inputs: list[str], output: str, group: str, stop: asyncio.Event) -> int:
+async def prepare_topics(bootstrap: str, inputs: list[str], output: str) -> dict[str, int]:
+    """The output topic (one partition) created if missing; each input's partition count."""
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
     try:
-        counts = await wait_for_partitions(admin, inputs)
+        counts: dict[str, int] = await wait_for_partitions(admin, inputs)
         await ensure_topics(
             admin, [TopicSpec(output, 1, configs={"max.message.bytes": str(MAX_MESSAGE_BYTES)})]
         )
         await wait_for_partitions(admin, [output])
     finally:
         await admin.close()
+    return counts
+
+
+def clients(bootstrap: str, group: str) -> tuple[AIOKafkaProducer, AIOKafkaConsumer]:
+    """The producer and consumer, with the sidecar's settings (see the module docstring)."""
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap,
         acks="all",
@@ -74,6 +80,13 @@ async def run(bootstrap: str, inputs: list[str], output: str, group: str, stop: 
         auto_offset_reset="earliest",
         fetch_max_wait_ms=100,
     )
+    return producer, consumer
+
+
+async def run(bootstrap: str, inputs: list[str], output: str, group: str, stop: asyncio.Event) -> int:
+    """Copy every input partition to output partition 0 until ``stop``; the records written."""
+    counts = await prepare_topics(bootstrap, inputs, output)
+    producer, consumer = clients(bootstrap, group)
     await producer.start()
     await consumer.start()
     consumer.assign([TopicPartition(t, p) for t in inputs for p in range(counts[t])])

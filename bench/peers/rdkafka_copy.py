@@ -18,6 +18,7 @@ import collections
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -48,7 +49,8 @@ def _partitions(admin: AdminClient, topics: list[str], timeout_s: float = 30.0) 
         time.sleep(0.2)
 
 
-def run(bootstrap: str, inputs: list[str], output: str, group: str) -> int:
+def prepare_topics(bootstrap: str, inputs: list[str], output: str) -> dict[str, int]:
+    """The output topic (one partition) created if missing; each input's partition count."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     counts = _partitions(admin, inputs)
     if output not in admin.list_topics(timeout=10).topics:
@@ -62,15 +64,11 @@ def run(bootstrap: str, inputs: list[str], output: str, group: str) -> int:
                 if "TOPIC_ALREADY_EXISTS" not in str(e):
                     raise
     _partitions(admin, [output])
-    acked = 0
-    failed: list[str] = []
+    return counts
 
-    def on_delivery(error: Any, _: Any) -> None:
-        nonlocal acked
-        if error is not None:
-            failed.append(str(error))
-        acked += 1
 
+def clients(bootstrap: str, group: str, on_delivery: Callable[[Any, Any], None]) -> tuple[Producer, Consumer]:
+    """The producer (Kafka's perf tools' settings, see the module docstring) and the consumer."""
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -92,6 +90,22 @@ def run(bootstrap: str, inputs: list[str], output: str, group: str) -> int:
             "fetch.wait.max.ms": 100,
         }
     )
+    return producer, consumer
+
+
+def run(bootstrap: str, inputs: list[str], output: str, group: str) -> int:
+    """Copy the inputs to output partition 0 until SIGTERM/SIGINT; records written, -1 on failure."""
+    counts = prepare_topics(bootstrap, inputs, output)
+    acked = 0
+    failed: list[str] = []
+
+    def on_delivery(error: Any, _: Any) -> None:
+        nonlocal acked
+        if error is not None:
+            failed.append(str(error))
+        acked += 1
+
+    producer, consumer = clients(bootstrap, group, on_delivery)
     consumer.assign([TopicPartition(t, p) for t in inputs for p in range(counts[t])])
     stop = False
 
@@ -136,14 +150,19 @@ def run(bootstrap: str, inputs: list[str], output: str, group: str) -> int:
         print(f"rdkafka_copy: delivery failed: {failed[0]}", file=sys.stderr)
         consumer.close()
         return -1
-    offsets = [tp for _, tps in due for tp in tps] + [
-        TopicPartition(t, p, o) for (t, p), o in consumed.items()
-    ]
+    commit_last(consumer, [tp for _, tps in due for tp in tps], consumed)
+    consumer.close()
+    return written
+
+
+def commit_last(
+    consumer: Consumer, pending: list[TopicPartition], consumed: dict[tuple[str, int], int]
+) -> None:
+    """At the end, every record was delivered: commit the newest offset of each input partition."""
+    offsets = pending + [TopicPartition(t, p, o) for (t, p), o in consumed.items()]
     if offsets:
         latest = {(tp.topic, tp.partition): tp for tp in offsets}
         consumer.commit(offsets=list(latest.values()), asynchronous=False)
-    consumer.close()
-    return written
 
 
 def main(argv: list[str] | None = None) -> int:

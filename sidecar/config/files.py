@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,15 +10,26 @@ from typing import Any
 import yaml
 
 from sidecar.config.model import KEYS, ConfigError
-from sidecar.config.secrets import without_secret
+from sidecar.config.secrets import close_key, shown_key
 
 
 def field_for(key: str, source: str) -> str:
+    """The model's field for ``key``. An unknown key is quoted by its first word only, and only
+    when that is like a key (:func:`~sidecar.config.secrets.shown_key`): anything else in a
+    key's place may be a misplaced value."""
     field = KEYS.get(key.strip())
     if field is None:
-        hint = difflib.get_close_matches(key, KEYS, n=1)
-        suffix = f"; did you mean {hint[0]}?" if hint else ""
-        raise ConfigError(f"config error: unknown key {without_secret(key)} (from {source}){suffix}")
+        first, *rest = re.split(r"[\s:=]", key.strip(), maxsplit=1)
+        quoted = shown_key(first)
+        if quoted is None:
+            raise ConfigError(
+                f"config error: unknown key (from {source}), not shown: a single word like no key of "
+                "the sidecar may be a misplaced value; `timesync-sidecar config` lists the keys"
+            )
+        hint = close_key(first)
+        suffix = f"; did you mean {hint}?" if hint else ""
+        hidden = " followed by a hidden value" if rest else ""
+        raise ConfigError(f"config error: unknown key {quoted}{hidden} (from {source}){suffix}")
     return field
 
 
@@ -55,6 +65,7 @@ def read_file(path: Path) -> dict[str, str]:
         match = _PROPERTY.fullmatch(line)
         if match is None:
             raise ConfigError(f"config error: {str(path)!r} line {number}: expected key=value, found no key")
+        field_for(match[1], f"{path}, line {number}")  # an unknown key, named by its line
         out[match[1]] = match[2].strip()
     return out
 
@@ -82,8 +93,11 @@ def _flatten(data: Mapping[Any, Any], prefix: str = "", source: str = "") -> dic
         dotted = f"{prefix}{key}"
         if isinstance(value, Mapping):
             if not any(k.startswith(dotted + ".") for k in KEYS):
-                # No key lives under this prefix: stop here (YAML aliases can nest without end).
-                field_for(dotted, source)
+                # No key lives under this prefix: stop here (YAML aliases can nest without end). A
+                # name that holds a mapping is a section, never a misplaced value: it is quoted.
+                hint = close_key(dotted)
+                suffix = f"; did you mean {hint}?" if hint else ""
+                raise ConfigError(f"config error: unknown key {dotted!r} (from {source}){suffix}")
             out.update(_flatten(value, dotted + ".", source))
         elif isinstance(value, list):
             # Only plain values: a nested list would be stringified (and YAML aliases can make

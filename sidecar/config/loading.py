@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from sidecar.config.environment import config_environ
 from sidecar.config.files import field_for, read_file
-from sidecar.config.model import ENV_NAMES, ENV_PREFIX, SECRET_KEYS, ConfigError, SidecarConfig, key_of
-from sidecar.config.secrets import without_secret
+from sidecar.config.model import ENV_NAMES, ENV_PREFIX, ConfigError, SidecarConfig, key_of
+from sidecar.config.secrets import shown_value, without_secret
 
 
 def load_config(
@@ -79,5 +79,4 @@ def _one_line(
         raw = env.get(source[4:], "")
     else:
         raw = file_layer.get(field, first.get("input"))
-    shown = "********" if key_of(field) in SECRET_KEYS else repr(raw)
-    return f"config error: {key} = {shown} (from {source}): {message}"
+    return f"config error: {key} = {shown_value(key, raw)} (from {source}): {message}"

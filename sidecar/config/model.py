@@ -1,8 +1,14 @@
-"""The config model: every key, its default, and the rules that span keys.
+"""The config model: every key, its default, its meaning, and the rules that span keys.
 
 A pydantic-settings ``BaseSettings`` whose sources are exactly the file, ``TIMESYNC_*`` env and
 ``--set`` layers (:mod:`sidecar.config.sources`); field ``max_task_idle_ms`` is key
 ``max.task.idle.ms``. Validation errors become one line in :mod:`sidecar.config.loading`.
+
+The model is the one source of the config surface: each field's docstring is its one line of
+meaning (`code` in single backticks, as Markdown writes it; the terminal listing shows it plain),
+its type (a ``Literal``, bounds, or a form of :mod:`sidecar.config.forms`) what it accepts.
+``timesync-sidecar config``, the key table of docs/sidecar.md and the Helm chart's values schema
+are derived from it (:mod:`sidecar.config.surface`).
 """
 
 from __future__ import annotations
@@ -14,6 +20,20 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from sidecar.config.exposure import http_exposure
+from sidecar.config.forms import (
+    BudgetMillis,
+    Extractor,
+    GzipLevel,
+    IdleMillis,
+    LateRecords,
+    RegistryUrl,
+    ReplicationFactor,
+    SecondOrMoreOrMax,
+    Servers,
+    TopicList,
+    UserInfo,
+)
+from sidecar.config.registry_url import credentials_problem, shown_url, url_problem
 from sidecar.config.sources import FileLayer, TimesyncEnv
 from sidecar.core import TaskConfig, parse_extractor
 from sidecar.core.readiness import IDLE_AUTO, IDLE_FOREVER
@@ -33,82 +53,131 @@ def key_of(field: str) -> str:
     return field.replace("_", ".")
 
 
-def _millis_or_max(value: Any, minimum: int, expected: str) -> int:
-    """A duration in ms of at least ``minimum``, or ``max`` (Kafka's Long.MAX_VALUE: forever)."""
-    text = str(value).strip().lower()
-    if text in {"max", "long.max_value"}:
-        return FOREVER_MS
-    try:
-        millis = int(text)
-    except ValueError:
-        raise ValueError(expected) from None
-    if millis < minimum:
-        raise ValueError(expected)
-    return min(millis, FOREVER_MS)
-
-
 class SidecarConfig(BaseSettings):
     """Every config key of the sidecar; field ``max_task_idle_ms`` is key ``max.task.idle.ms``."""
 
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, case_sensitive=False
+        env_prefix=ENV_PREFIX,
+        extra="forbid",
+        frozen=True,
+        case_sensitive=False,
+        use_attribute_docstrings=True,  # each field's docstring is its meaning (sidecar.config.surface)
     )
 
-    bootstrap_servers: str = Field(min_length=1)
-    input_topics: str
+    bootstrap_servers: Servers = Field(min_length=1)
+    """Kafka brokers to connect to first: `host:port`, comma-separated"""
+    input_topics: TopicList
+    """The topics to merge, comma-separated; their order breaks timestamp ties"""
     output_topic: str = Field(min_length=1)
+    """The ordered topic the sidecar writes; created when missing"""
     group_id: str = ""
+    """Consumer group of the committed offsets; empty: `timesync-<output.topic>`"""
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    """Where to start in a partition that has no committed offset"""
     task_grouping: Literal["single", "partition"] = "single"
-    # With task.grouping=single: refuse to start while another host runs the group (claim.py).
+    """`single`: one task, one ordered output partition; `partition`: task i is partition i of each input"""
     task_grouping_single_guard: bool = True
-    max_task_idle_ms: int = 0  # "auto" is IDLE_AUTO: learnt per partition, within the budget below
-    max_task_idle_budget_ms: int = 1000
+    """With `task.grouping=single`, refuse to start while another host runs the same group"""
+    max_task_idle_ms: IdleMillis = 0
+    """How long an empty, caught-up partition may hold the merge back; `auto`: learnt per partition"""
+    max_task_idle_budget_ms: BudgetMillis = 1000
+    """The most `max.task.idle.ms=auto` waits for one partition"""
     buffered_records_per_partition: int = Field(1000, ge=1)
-    timestamp_extractor: str = "record"
+    """Pause fetching a partition holding this many records (resume below half)"""
+    timestamp_extractor: Extractor = "record"
+    """Where the event time comes from: the record's Kafka timestamp, or a field of its value"""
     timestamp_invalid: Literal["fail", "skip", "partition-time"] = "fail"
-    late_records: str = "forward"
+    """An unreadable event time: `fail` (then `errors.tolerance` decides), `skip` it, or `partition-time`"""
+    late_records: LateRecords = "forward"
+    """Records behind stream time: `forward` (marked `timesync.late=1`), `drop`, or write to a topic"""
     processing_guarantee: Literal["at_least_once", "exactly_once_v2"] = "at_least_once"
+    """`exactly_once_v2`: transactional writes, the input offsets committed in the transaction"""
     compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "lz4"
-    # Kafka's producer keys and defaults (KIP-390); see docs/sidecar.md for what they mean here.
-    compression_gzip_level: int = -1
+    """Compression of the output batches"""
+    compression_gzip_level: GzipLevel = -1
+    """gzip level; `-1`: zlib's default (6)"""
     compression_lz4_level: int = Field(9, ge=1, le=17)
+    """lz4 level, as in Kafka's producer: `9` is LZ4's fast compressor, any other LZ4 HC at that level"""
     compression_zstd_level: int = Field(3, ge=-131072, le=22)
+    """zstd level"""
     linger_ms: int = Field(5, ge=0)
-    # Kafka's producer key: how long an output batch may wait for the cluster before the sidecar
-    # gives up (and how long restarts may go on without progress). "max" waits for ever.
-    delivery_timeout_ms: int = 120_000
-    # Replicas of the topics the sidecar creates (output, DLQ, late); -1: the broker's default.
-    replication_factor: int = -1
+    """How long the producer waits to fill an output batch"""
+    delivery_timeout_ms: SecondOrMoreOrMax = 120_000
+    """How long output may wait for the cluster (and restarts go on without progress) before exit 1"""
+    replication_factor: ReplicationFactor = -1
+    """Replicas of the topics the sidecar creates (output, DLQ, late); `-1`: the broker's default"""
     errors_tolerance: Literal["none", "all"] = "none"
+    """A bad record: `none` stops the sidecar (exit 1); `all` sends it to the dead letter queue"""
     errors_deadletterqueue_topic_name: str = ""
+    """The dead letter queue's topic; required with `errors.tolerance=all`"""
     errors_deadletterqueue_max_ratio: float = Field(0.5, gt=0, le=1)
+    """Stop (exit 1) when more than this share of the last 1,000 records failed"""
     watermark_policy: Literal["auto", "log-append-time", "bounded-delay", "min-window"] = "auto"
+    """How watermarks move; `auto`: `log-append-time` on LogAppendTime topics, else `bounded-delay`"""
     watermark_max_delay_ms: int = Field(5000, ge=0)
+    """`bounded-delay`: how late CreateTime records may be"""
     watermark_window_ms: int = Field(60000, ge=1)
+    """`min-window`: the span of processing time whose smallest event time is the watermark"""
     watermark_idle_epsilon_ms: int = Field(2000, ge=0)
+    """`log-append-time`: the clock skew allowed when a caught-up partition follows the fetch time"""
     watermark_heartbeat_ms: int = Field(1000, ge=0)
-    http_host: str = "127.0.0.1"
+    """Write a heartbeat record after this long without output; `0`: no heartbeats"""
+    http_host: str = Field("127.0.0.1", json_schema_extra={"minLength": 1})  # "": see http_exposure
+    """Address of the HTTP server (`0.0.0.0` in the image); any but loopback needs `http.auth.token`"""
     http_port: int = Field(8080, ge=0, le=65535)
-    # A bearer token for the mutating endpoints (PUT /pause, PUT /resume, POST /restart); without
-    # it they answer only on loopback. Secret: from TIMESYNC_HTTP_AUTH_TOKEN, never shown.
+    """Port of the HTTP server (`/healthz`, `/metrics`, `/status`, the control endpoints); `0`: none"""
     http_auth_token: SecretStr = SecretStr("")
+    """Bearer token of `PUT /pause`, `PUT /resume`, `POST /restart`; without it, loopback callers only"""
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    """How the Kafka clients connect"""
     ssl_cafile: str = ""
+    """PEM file of the CA to trust for the brokers (default: the system's)"""
     ssl_certfile: str = ""
+    """PEM client certificate, for mutual TLS"""
     ssl_keyfile: str = ""
+    """PEM key of `ssl.certfile`"""
     ssl_password: SecretStr = SecretStr("")
+    """Password of an encrypted `ssl.keyfile`"""
     ssl_check_hostname: bool = True
+    """Check the broker's certificate against its host name"""
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    """SASL mechanism"""
     sasl_username: str = ""
+    """SASL user name"""
     sasl_password: SecretStr = SecretStr("")
+    """SASL password"""
 
     # --- Schema Registry (the avro: and protobuf: extractors), keys as Confluent's clients name them.
-    schema_registry_url: str = ""
-    # "user:password" for HTTP basic auth; or a bearer token. Secrets: never logged or shown.
-    schema_registry_basic_auth_user_info: SecretStr = SecretStr("")
+    schema_registry_url: RegistryUrl = ""
+    """The Schema Registry's Confluent-compatible API; required by the `avro:` and `protobuf:` extractors"""
+    schema_registry_basic_auth_user_info: UserInfo = SecretStr("")
+    """Credentials for the registry's HTTP basic auth (or a bearer token, not both)"""
     schema_registry_bearer_auth_token: SecretStr = SecretStr("")
+    """Bearer token for the registry (or basic auth, not both)"""
     schema_registry_ssl_cafile: str = ""
+    """PEM file of the CA to trust for an `https://` registry (default: the system's)"""
+    # An id read before it was registered must not stay unknown until a restart.
+    schema_registry_missing_id_ttl_ms: int = Field(10_000, ge=0)
+    """How long a schema id the registry does not know (404) is believed unknown before asking again"""
+    schema_registry_max_new_ids_per_fetch: int = Field(500, ge=1)
+    """Schema ids (and Protobuf message paths) new to the sidecar one fetch may look up; past it: invalid"""
+    schema_registry_unhealthy_after_ms: SecondOrMoreOrMax = 300_000
+    """A registry unusable this long turns `/healthz` unhealthy (500), records waiting; `max`: never"""
+
+    @field_validator("schema_registry_url")
+    @classmethod
+    def _registry_url(cls, value: str) -> str:
+        problem = url_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("schema_registry_basic_auth_user_info")
+    @classmethod
+    def _registry_user_info(cls, value: SecretStr) -> SecretStr:
+        if value.get_secret_value() and ":" not in value.get_secret_value():
+            raise ValueError("expected user:password (HTTP basic auth)")
+        return value
 
     @model_validator(mode="after")
     def _schema_registry(self) -> SidecarConfig:
@@ -118,16 +187,39 @@ class SidecarConfig(BaseSettings):
             raise ValueError(
                 f"timestamp.extractor={kind}:... needs schema.registry.url (its schemas come from there)"
             )
-        url = self.schema_registry_url
-        if url and not url.startswith(("http://", "https://")):
-            raise ValueError(f"schema.registry.url {url!r} must start with http:// or https://")
-        if (
-            self.schema_registry_basic_auth_user_info.get_secret_value()
-            and self.schema_registry_bearer_auth_token.get_secret_value()
-        ):
+        basic = bool(self.schema_registry_basic_auth_user_info.get_secret_value())
+        bearer = bool(self.schema_registry_bearer_auth_token.get_secret_value())
+        if basic and bearer:
             raise ValueError(
                 "schema.registry.basic.auth.user.info and schema.registry.bearer.auth.token are both "
                 "set; give one"
+            )
+        if self.schema_registry_url:
+            credentials = (
+                "schema.registry.basic.auth.user.info"
+                if basic
+                else "schema.registry.bearer.auth.token"
+                if bearer
+                else None
+            )
+            problem = credentials_problem(
+                self.schema_registry_url, credentials, bool(self.schema_registry_ssl_cafile)
+            )
+            if problem:
+                raise ValueError(problem)
+        elif basic or bearer or self.schema_registry_ssl_cafile:
+            given = [
+                k
+                for k, v in (
+                    ("basic.auth.user.info", basic),
+                    ("bearer.auth.token", bearer),
+                    ("ssl.cafile", self.schema_registry_ssl_cafile),
+                )
+                if v
+            ]
+            raise ValueError(
+                f"schema.registry.{given[0]} is set but schema.registry.url is empty: set the URL or "
+                "remove the key"
             )
         return self
 
@@ -150,67 +242,11 @@ class SidecarConfig(BaseSettings):
             FileLayer(settings_cls, file_layer),
         )
 
-    @field_validator("max_task_idle_ms", mode="before")
-    @classmethod
-    def _idle(cls, value: Any) -> int:
-        if str(value).strip().lower() == "auto":
-            return IDLE_AUTO
-        return _millis_or_max(value, -1, "expected -1, 0, a number of milliseconds, max, or auto")
-
-    @field_validator("max_task_idle_budget_ms", mode="before")
-    @classmethod
-    def _idle_budget(cls, value: Any) -> int:
-        try:
-            millis = int(str(value).strip())
-        except ValueError:
-            millis = 0
-        if millis < 1:
-            raise ValueError(
-                "expected a positive number of milliseconds: the most auto waits for a partition"
-            )
-        return millis
-
-    @field_validator("delivery_timeout_ms", mode="before")
-    @classmethod
-    def _delivery_timeout(cls, value: Any) -> int:
-        return _millis_or_max(value, 1000, "expected a number of milliseconds (at least 1000), or max")
-
-    @field_validator("replication_factor")
-    @classmethod
-    def _replication(cls, value: int) -> int:
-        if value == -1 or value >= 1:
-            return value
-        raise ValueError("expected -1 (the broker's default.replication.factor) or at least 1")
-
-    @field_validator("compression_gzip_level")
-    @classmethod
-    def _gzip_level(cls, value: int) -> int:
-        if value == -1 or 1 <= value <= 9:
-            return value
-        raise ValueError("expected 1 to 9, or -1 for zlib's default")
-
     @field_validator("timestamp_extractor")
     @classmethod
     def _extractor(cls, value: str) -> str:
         parse_extractor(value)  # raises ValueError with what is allowed
         return value
-
-    @field_validator("late_records")
-    @classmethod
-    def _late(cls, value: str) -> str:
-        if value in {"forward", "drop"} or (value.startswith("topic:") and len(value) > len("topic:")):
-            return value
-        raise ValueError("expected forward, drop or topic:<name>")
-
-    @field_validator("input_topics")
-    @classmethod
-    def _inputs(cls, value: str) -> str:
-        topics = [t.strip() for t in value.split(",")]
-        if not all(topics):
-            raise ValueError("expected a comma-separated list of topic names, with no empty entries")
-        if len(set(topics)) != len(topics):
-            raise ValueError("a topic is listed twice")
-        return ",".join(topics)
 
     @model_validator(mode="after")
     def _coherent(self) -> SidecarConfig:
@@ -303,6 +339,8 @@ class SidecarConfig(BaseSettings):
             value = getattr(self, name)
             if isinstance(value, SecretStr):
                 value = "********" if value.get_secret_value() else ""
+            elif name == "schema_registry_url":
+                value = shown_url(value)  # refused with credentials in it; shown without them anyway
             elif name == "max_task_idle_ms" and value == IDLE_AUTO:
                 value = "auto"
             out[key_of(name)] = value

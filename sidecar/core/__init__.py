@@ -18,6 +18,7 @@ from sidecar.core.records import (
     Late,
     Record,
     TopicPartition,
+    Unreadable,
 )
 from sidecar.core.task import MergeTask
 from sidecar.core.timestamps import (
@@ -54,6 +55,7 @@ __all__ = [
     "RefusedTimestampError",
     "TaskConfig",
     "TopicPartition",
+    "Unreadable",
     "Verdict",
     "WaitUntil",
     "parse_extractor",

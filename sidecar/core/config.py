@@ -22,7 +22,8 @@ LatePolicy = Literal["forward", "drop", "topic"]
 class TaskConfig:
     """The merge settings of one task (the core's view of the sidecar's config keys)."""
 
-    #: -1, 0, N, ``IDLE_FOREVER``, or ``IDLE_AUTO`` (learnt per partition, within the budget).
+    #: -1, 0, N, ``IDLE_FOREVER``, or ``IDLE_AUTO`` (learnt per partition, within the budget);
+    #: the task turns it into its idle strategy once (``idle_strategy.make_idle``).
     max_task_idle_ms: int = 0
     #: Under ``IDLE_AUTO``: the most a partition is waited for.
     max_task_idle_budget_ms: int = 1000

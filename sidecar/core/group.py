@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from sidecar.core.batch import NO_BOUND, BatchDraft
 from sidecar.core.merge import PartitionState, count_upto, cut_index, merge_sorted, run_end
-from sidecar.core.readiness import Blockers, Gate
+from sidecar.core.readiness import Blockers, Gate, task_empty, task_holds
 from sidecar.core.records import InputRecord
 
 
@@ -45,10 +45,11 @@ class PartitionGroup:
     def has_data(self) -> bool:
         return bool(self.heap)
 
-    def arrived(self, p: PartitionState) -> None:
-        """``p`` was empty and now holds records: it competes for the head again."""
-        p.deadline = None  # data arrived: the idle clock starts afresh when next empty
-        p.frozen_remaining = None
+    def arrived(self, p: PartitionState, now_ms: int) -> None:
+        """``p`` was empty and now holds records: it competes for the head again. If nothing was
+        held before, the partitions' quiet clocks run again (``readiness.py``)."""
+        if not self.heap:
+            task_holds(self.parts, now_ms)
         heapq.heappush(self.heap, (p.timestamps[p.head], p.rank, p.index))
 
     def blockers(self, now_ms: int) -> Blockers:
@@ -59,11 +60,14 @@ class PartitionGroup:
 
     def take(self, draft: BatchDraft, now_ms: int, budget: int) -> None:
         """Take records in output order into ``draft`` until a partition that runs dry blocks,
-        a refused time stops the batch, or ``budget`` records are taken."""
+        a refused time stops the batch, or ``budget`` records are taken. If nothing is held any
+        more, the quiet clocks stop: nothing is waited for."""
         if all(p.monotonic for p in self.parts if p.head < len(p.timestamps)):
             self._take_sorted(draft, now_ms, budget)
         else:
             self._take_runs(draft, now_ms, budget)
+        if not self.heap:
+            task_empty(self.parts, now_ms)
 
     def _take_sorted(self, draft: BatchDraft, now_ms: int, budget: int) -> None:
         """Every buffer is sorted: cut each where the merge would stop, then sort once.

@@ -1,7 +1,8 @@
 """What pauses a task's partitions: backpressure, and an operator's hold.
 
 Both end in :func:`~sidecar.core.readiness.pause` and ``resume`` (a paused partition is not
-fetched, so its lag goes stale and its idle clock freezes). They never conflict: while an
+fetched, so its lag goes stale and its idle clock stops; on resume it runs again if the task
+holds records). They never conflict: while an
 operator holds the task, backpressure changes nothing, and a hold pauses only the partitions
 backpressure had not paused already, so each resumes only what it paused.
 """
@@ -37,13 +38,14 @@ class Holds:
             return PauseHint()
         limit = self._limit
         to_pause, to_resume = [], []
+        holding = self._holding()
         for p in self._parts:
             buffered = len(p.timestamps) - p.head
             if not p.paused and buffered >= limit:
                 pause(p, now_ms)
                 to_pause.append(p.tp)
             elif p.paused and buffered * 2 < limit:
-                resume(p, now_ms)
+                resume(p, now_ms, holding)
                 to_resume.append(p.tp)
         return PauseHint(tuple(to_pause), tuple(to_resume))
 
@@ -59,6 +61,11 @@ class Holds:
     def release(self, now_ms: int) -> tuple[PartitionState, ...]:
         """Resume what :meth:`hold` paused, idle clocks going on with the time they had left."""
         held, self._held = self._held or [], None
+        holding = self._holding()
         for p in held:
-            resume(p, now_ms)
+            resume(p, now_ms, holding)
         return tuple(held)
+
+    def _holding(self) -> bool:
+        """The task holds records: resumed clocks run again at once."""
+        return any(p.head < len(p.timestamps) for p in self._parts)

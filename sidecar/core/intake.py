@@ -17,6 +17,11 @@ record's event time is extracted once; a batch of valid times goes straight into
 A failed record stops the push under ``errors.tolerance=none`` (raising, with the records
 before it queued) and becomes a dead letter under ``all`` — watched by the dead letter budget,
 so that a bad deploy cannot route everything to the DLQ.
+
+Offsets whose records could not be read at all (:class:`~sidecar.core.records.Unreadable`: a
+corrupt batch) come here only under ``all`` (under ``none`` the adapter stops first): their
+trace is a dead letter like a failed record's, or, under ``timestamp.invalid=skip``, they are
+dropped and counted as ``unreadable``. Either way the partition goes on after them.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from collections.abc import Sequence
 from sidecar.core.config import TaskConfig
 from sidecar.core.deadletters import DeadLetterBudget
 from sidecar.core.merge import PartitionState
-from sidecar.core.records import DeadLetter, InputRecord
+from sidecar.core.records import DeadLetter, InputRecord, Record, Unreadable
 from sidecar.core.timestamps import InvalidTimestampError, RefusedTimestampError
 
 
@@ -56,10 +61,14 @@ class Intake:
         if self.clock is None or now_ms > self.clock:
             self.clock = now_ms
 
-    def push(self, p: PartitionState, records: Sequence[InputRecord]) -> None:
+    def push(self, p: PartitionState, records: Sequence[InputRecord] | Unreadable) -> None:
         """Queue ``records`` (non-empty, in offset order) into ``p``. Raises
         :class:`InvalidTimestampError` at the first failing record under
-        ``errors.tolerance=none``: those before it are queued, it and those after it are not."""
+        ``errors.tolerance=none``: those before it are queued, it and those after it are not.
+        Offsets that could not be read go to :meth:`unreadable`."""
+        if isinstance(records, Unreadable):
+            self.unreadable(p, records)
+            return
         if p.start_offset is None:
             p.start_offset = records[0].offset
         timestamps = self._config.extractor.extract_all(records)
@@ -71,6 +80,26 @@ class Intake:
             self._push_judged(p, records, timestamps, ahead)
         p.next_offset = records[-1].offset + 1
         self.records_in += len(records)
+
+    def unreadable(self, p: PartitionState, gone: Unreadable) -> None:
+        """Offsets of ``p`` that could not be read: a dead letter standing for them (or dropped,
+        under ``skip``); ``p`` continues at ``gone.next_offset``. Counts as one failed record."""
+        cfg = self._config
+        if cfg.errors_tolerance == "none":
+            raise ValueError("unreadable offsets reach the task only under errors.tolerance=all")
+        if p.start_offset is None:
+            p.start_offset = gone.first_offset
+        p.next_offset = gone.next_offset
+        self.records_in += 1
+        if cfg.timestamp_invalid == "skip":
+            self.dropped["unreadable"] += 1
+            self._budget.observe(1)
+            return
+        trace = Record(p.tp.topic, p.tp.partition, gone.first_offset, -1, value=gone.data)
+        self.dead.append(
+            (p.index, DeadLetter(trace, gone.reason, Unreadable.dead_letter_class, gone.next_offset - 1))
+        )
+        self._budget.observe(1, (0,))
 
     def _ahead_limit(self) -> int | None:
         """The latest time the output topic's broker accepts by the last clock reading (``None``:

@@ -40,8 +40,7 @@ class PartitionState:
 
     __slots__ = (
         "caught_up_at",
-        "deadline",
-        "frozen_remaining",
+        "counted_from",
         "head",
         "index",
         "lag",
@@ -49,9 +48,11 @@ class PartitionState:
         "next_offset",
         "partition_time",
         "paused",
+        "quiet_since",
         "rank",
         "records",
         "start_offset",
+        "stopped_at",
         "timestamps",
         "tp",
         "watermark",
@@ -71,9 +72,16 @@ class PartitionState:
         self.lag: int | None = None
         #: Time of the last fetch response that showed lag 0.
         self.caught_up_at: int | None = None
-        #: KIP-695 idle deadline, started when found empty with lag 0, kept until data arrives.
-        self.deadline: int | None = None
-        self.frozen_remaining: int | None = None
+        # The idle rule's quiet clock, kept by ``readiness.py`` (see its docstring).
+        #: Start of the partition's quiet spell: its last arrival, or the first fetch that showed
+        #: it caught up since its lag was unknown or positive; ``None`` while it is not caught up.
+        self.quiet_since: int | None = None
+        #: The clock's origin: the quiet time counted so far is ``clock − counted_from``.
+        self.counted_from: int | None = None
+        #: When the clock stopped (the partition paused, or the task holding nothing); ``None``
+        #: while it runs. A task starts holding nothing: the clock starts stopped.
+        self.stopped_at: int | None = 0
+        #: Paused for backpressure or by an operator's hold: not fetched, its lag stale.
         self.paused = False
         #: Offset of the first record pushed (where consumption started) and after the last one
         #: (valid, skipped or dead-lettered); ``None`` before any push.

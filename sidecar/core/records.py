@@ -65,11 +65,33 @@ class Record:
 
 @dataclass(frozen=True, slots=True)
 class DeadLetter:
-    """An input record that could not be processed, with the reason, bound for the DLQ."""
+    """An input record that could not be processed, with the reason, bound for the DLQ.
+
+    ``last_offset`` is set on the trace of a range of offsets that could not be read at all
+    (:class:`Unreadable`): ``record`` then stands for them, at the first offset, holding the
+    batch's bytes as its value when they were kept."""
 
     record: InputRecord
     reason: str
     exception_class: str
+    last_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """Offsets ``first_offset`` … ``next_offset - 1`` of a partition whose records could not be
+    read (a corrupt batch; a record the reading path cannot carry): no record to merge, only a
+    trace for the dead letter queue, and the partition goes on at ``next_offset``.
+
+    ``data`` is the failing batch as fetched, when it was kept; ``reason`` says what failed."""
+
+    first_offset: int
+    next_offset: int
+    reason: str
+    data: bytes | None = None
+
+    #: The exception name its trace carries (Kafka's own name for a batch that does not read).
+    dead_letter_class = "CorruptRecordException"
 
 
 @dataclass(frozen=True, slots=True)

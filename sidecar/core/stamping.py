@@ -8,6 +8,12 @@ them without a schema.
 
 Input headers named ``timesync.*`` are dropped: when an ordered topic is merged again, the new
 source coordinates must be the only ones a consumer sees.
+
+Header keys are text to Kafka's Java clients but only bytes on the wire, and the broker checks
+nothing: a librdkafka or hand-built producer can write a key that is not UTF-8. The reader
+decodes keys with ``surrogateescape`` (such a key becomes a ``str`` holding lone surrogates) and
+every writer turns a key into bytes with :func:`header_key_bytes`, so the key leaves with the
+bytes it came with — a Java consumer reads it from the output as it would from the input.
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ ERRORS_PARTITION = "__connect.errors.partition"
 ERRORS_OFFSET = "__connect.errors.offset"
 ERRORS_CLASS = "__connect.errors.exception.class.name"
 ERRORS_MESSAGE = "__connect.errors.exception.message"
+#: On the trace of offsets that could not be read at all (a corrupt batch): the last of them,
+#: ``__connect.errors.offset`` being the first.
+ERRORS_LAST_OFFSET = "timesync.errors.last.offset"
 
 Headers = list[tuple[str, bytes]]
 #: (key, value, timestamp ms or ``None`` to let the broker stamp it, headers) — what a producer
@@ -46,6 +55,12 @@ _ENFORCED = (ENFORCED, _FLAG)
 
 def _ascii(n: int) -> bytes:
     return b"%d" % n
+
+
+def header_key_bytes(key: str) -> bytes:
+    """A header key as it goes on the wire: the bytes it was read from (see the module's
+    docstring). Every writer of records encodes keys through here or, in C, the same way."""
+    return key.encode("utf-8", "surrogateescape")
 
 
 class Stamper:
@@ -192,5 +207,7 @@ def dead_letter(dl: DeadLetter) -> OutputRecord:
         (ERRORS_CLASS, dl.exception_class.encode()),
         (ERRORS_MESSAGE, dl.reason.encode("utf-8", "replace")),
     ]
+    if dl.last_offset is not None:
+        headers.append((ERRORS_LAST_OFFSET, _ascii(dl.last_offset)))
     # The record's own timestamp may be the very thing that is invalid: let the broker stamp it.
     return (r.key, r.value, r.timestamp if r.timestamp >= 0 else None, headers)

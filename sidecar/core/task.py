@@ -26,8 +26,9 @@ A record's route, one module per step (Kafka Streams splits the same work betwee
 1. ``push`` → ``intake.py``: its event time read once, the invalid and refused-timestamp
    policies applied, the record queued in its partition (``merge.py``'s ``PartitionState``);
 2. ``poll`` → ``readiness.py``: the :class:`Gate` judges the empty partitions, the one place
-   readiness is decided (under ``max.task.idle.ms=auto`` by the idle ``idle_learning.py``
-   learnt per partition, from what the task tells it of polls, pushes, lag and holds);
+   readiness is decided, each by its quiet clock (fetches and pushes move it) and the idle the
+   task's ``idle_strategy.py`` strategy gives it — fixed, or under ``max.task.idle.ms=auto``
+   learnt per partition from what the task tells it of polls, arrivals and holds;
 3. → ``group.py``: the :class:`PartitionGroup` takes records in output order (sorted buffers at
    once, or run by run) into a ``batch.py`` :class:`BatchDraft`, which applies the late and
    refused policies;
@@ -47,12 +48,12 @@ from sidecar.core.commits import CommitTracker
 from sidecar.core.config import LatePolicy, TaskConfig
 from sidecar.core.group import PartitionGroup
 from sidecar.core.holds import Holds
-from sidecar.core.idle_learning import IdleLearner
+from sidecar.core.idle_strategy import make_idle
 from sidecar.core.intake import Intake
 from sidecar.core.merge import PartitionState
 from sidecar.core.outcomes import Heartbeat, Idle, NeedFetch, Outcome, PauseHint, WaitUntil
-from sidecar.core.readiness import IDLE_AUTO, Blockers, Gate
-from sidecar.core.records import UNKNOWN, Emit, InputRecord, TopicPartition
+from sidecar.core.readiness import Blockers, Gate, arrived, fetched, quiet_for, silent_for
+from sidecar.core.records import UNKNOWN, Emit, InputRecord, TopicPartition, Unreadable
 from sidecar.core.watermarks import PartitionWatermark, TaskWatermark, make_policy
 
 __all__ = [
@@ -99,13 +100,9 @@ class MergeTask:
             for i, tp in enumerate(partitions)
         ]
         self._by_tp = {p.tp: p for p in self._parts}
-        #: Under ``max.task.idle.ms=auto``: what each partition's gaps taught (else ``None``).
-        self._learner = (
-            IdleLearner(len(self._parts), cfg.max_task_idle_budget_ms)
-            if cfg.max_task_idle_ms == IDLE_AUTO
-            else None
-        )
-        self._gate = Gate(cfg.max_task_idle_ms, self._learner)
+        #: How long a quiet partition is waited for (fixed, learnt, or not at all), chosen once.
+        self._idle = make_idle(cfg.max_task_idle_ms, cfg.max_task_idle_budget_ms, len(self._parts))
+        self._gate = Gate(self._idle)
         self._group = PartitionGroup(self._parts, self._gate)
         self._holds = Holds(self._parts, cfg.buffered_records_per_partition)
         self._watermark = TaskWatermark()
@@ -145,8 +142,9 @@ class MergeTask:
     def records_in(self) -> int:
         return self._intake.records_in
 
-    def push(self, tp: TopicPartition, records: Sequence[InputRecord]) -> None:
-        """Queue records fetched for ``tp``, in offset order.
+    def push(self, tp: TopicPartition, records: Sequence[InputRecord] | Unreadable) -> None:
+        """Queue records fetched for ``tp``, in offset order (or offsets that could not be read:
+        :class:`~sidecar.core.records.Unreadable`, see ``intake.py``).
 
         Raises :class:`~sidecar.core.timestamps.InvalidTimestampError` at the first record whose
         event time cannot be read under ``timestamp.invalid=fail`` and ``errors.tolerance=none``;
@@ -156,27 +154,26 @@ class MergeTask:
             return
         p = self._part(tp)
         was_empty = p.head == len(p.timestamps)
+        now = self._intake.clock or 0  # the fetch that brought them ticked it
         try:
             self._intake.push(p, records)
         finally:  # also when a bad record stops the push: what came before it is queued
             if was_empty and p.head < len(p.timestamps):
-                if self._learner is not None:
-                    self._learner.arrival(p, self._intake.clock or 0, self._stream_time)
-                self._group.arrived(p)
+                self._idle.arrival(p, silent_for(p, now), self._stream_time)
+                self._group.arrived(p, now)
+            arrived(p, now)  # even if none was queued (skipped, dead letters): the producer spoke
 
     def observe_fetch(self, tp: TopicPartition, high_watermark: int, position: int, now_ms: int) -> None:
         """A fetch response at ``now_ms`` showed ``high_watermark`` while we were at ``position``."""
         p = self._part(tp)
         self._intake.tick(now_ms)
-        lag = high_watermark - position
-        p.lag = lag if lag > 0 else 0
-        if p.lag == 0:
+        lag = max(0, high_watermark - position)
+        if lag == 0:
             if p.caught_up_at is None or now_ms > p.caught_up_at:
                 p.caught_up_at = now_ms
         else:
             p.caught_up_at = None
-            if self._learner is not None:
-                self._learner.lagging(p.index)
+        fetched(p, lag, now_ms)
 
     def _part(self, tp: TopicPartition) -> PartitionState:
         try:
@@ -199,8 +196,7 @@ class MergeTask:
         if self._last_output_ms is None:
             self._last_output_ms = now_ms
         watermark = self._advance_watermarks(now_ms)
-        if self._learner is not None:
-            self._learner.observe(self._parts, now_ms)
+        self._idle.observe(self._parts, now_ms)
         blockers = self._group.blockers(now_ms)
         if self._group.has_data and blockers.ready:
             draft = BatchDraft(self.config, now_ms, self._stream_time)
@@ -307,8 +303,7 @@ class MergeTask:
         treated as paused — its idle clock frozen, its lag stale. Returns the partitions to pause
         on the consumer (those not paused already for backpressure)."""
         held = self._holds.hold(now_ms)
-        if self._learner is not None:
-            self._learner.held(held)
+        self._idle.held(held)
         return tuple(p.tp for p in held)
 
     def release(self, now_ms: int) -> tuple[TopicPartition, ...]:
@@ -350,10 +345,7 @@ class MergeTask:
             {"topic": p.tp.topic, "partition": p.tp.partition, "reason": reason}
             for p, reason in (self._gate.reasons(self._parts, now_ms) if has_data else ())
         ]
-        partitions = [_partition_row(p) for p in self._parts]
-        if self._learner is not None:
-            for p, row in zip(self._parts, partitions, strict=True):
-                row["idle"] = self._learner.snapshot(p.index, now_ms)
+        partitions = [self._partition_row(p, now_ms) for p in self._parts]
         return {
             "ready": has_data and not blocked_by,
             "buffered": sum(p["buffered"] for p in partitions),
@@ -370,6 +362,24 @@ class MergeTask:
             "partitions": partitions,
         }
 
+    def _partition_row(self, p: PartitionState, now_ms: int) -> dict[str, Any]:
+        """A partition for ``/status``: facts, quiet since, passes at, what its idle shows."""
+        row: dict[str, Any] = {
+            "topic": p.tp.topic,
+            "partition": p.tp.partition,
+            "buffered": p.buffered,
+            "lag": p.lag,
+            "partition_time": p.partition_time,
+            "watermark": p.watermark,
+            "paused": p.paused,
+            "quiet_since": p.quiet_since,
+            "passes_at": self._gate.passes_at(p),
+        }
+        shown = self._idle.snapshot(p, quiet_for(p, now_ms))
+        if shown is not None:
+            row["idle"] = shown
+        return row
+
 
 def _ranks(
     partitions: Sequence[TopicPartition], topic_order: Sequence[str] | None
@@ -384,16 +394,3 @@ def _ranks(
         raise ValueError(f"topics {sorted(unknown)} are not in the topic order {order}")
     ranked = sorted(partitions, key=lambda tp: (order.index(tp.topic), tp.partition))
     return {tp: r for r, tp in enumerate(ranked)}
-
-
-def _partition_row(p: PartitionState) -> dict[str, Any]:
-    return {
-        "topic": p.tp.topic,
-        "partition": p.tp.partition,
-        "buffered": p.buffered,
-        "lag": p.lag,
-        "partition_time": p.partition_time,
-        "watermark": p.watermark,
-        "paused": p.paused,
-        "idle_deadline": p.deadline,
-    }

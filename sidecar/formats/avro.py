@@ -7,28 +7,28 @@ reads the one field, in C (``_avro_plan.pyx``), never touching what follows.
 
 Measured on a 222 B order with the time as its last field (2 cores, under load): fastavro with a
 *projected reader schema* (the chain of records down to the path, one field each) cost 7.7 µs a
-record, no less than its full decode (7.4 µs): its schema resolution still walks every skipped
-value in Python-level reader calls. The plan costs a fraction of a microsecond. The projected
-reader stays as the fallback for the one case a plan cannot cover: a recursive type (a record
-containing itself) among the skipped fields.
+record, no less than its full decode (7.4 µs). The plan costs a fraction of a microsecond, and
+it is the only decoder that meets a body: it covers recursive types too, with bounded depth and
+work, where fastavro recursed in C (a body ~35 KB deep crashed the process) and looped over a
+block of 2^62 nulls for ever. fastavro only checks schemas, once per schema id.
 
 Logical types are read as what they are: ``timestamp-millis`` and ``timestamp-micros`` are times
-in ms and µs whatever unit the extractor names; the reader schema asks for the plain ``long``
-so that no ``datetime`` is built per record. ``local-timestamp-*`` carry no zone and are
+in ms and µs whatever unit the extractor names. ``local-timestamp-*`` carry no zone and are
 refused, as a naive ISO time is.
+
+Every failure to build a reader is a :class:`SchemaError` with a one-line reason, whatever the
+schema (its walks are loops, :mod:`sidecar.formats.avro_schema`).
 """
 
 from __future__ import annotations
 
-import copy
-import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import fastavro
-import orjson
-
-from sidecar.formats.avro_plan import READ_LONG, NoPlan, compile_plan, run_plan
+from sidecar.formats.avro_plan import compile_plan, run_plan
+from sidecar.formats.avro_schema import NAMED_TYPES, Named, SchemaError, concrete, fullname, load, named_types
+from sidecar.formats.avro_schema import short as _short
+from sidecar.formats.avro_schema import validate as _validate
 from sidecar.formats.timevalues import Kind, TimeValueError, Unit, to_millis
 
 try:
@@ -36,14 +36,10 @@ try:
 except ImportError:  # built without a C compiler: the plan runs in Python (same result, slower)
     CompiledPlan = None  # type: ignore[assignment,misc]
 
+__all__ = ["NAMED_TYPES", "PlannedAvroReader", "SchemaError", "avro_time_reader", "fullname"]
+
 _PRIMITIVE_TIMES = {"int", "long", "float", "double", "string"}
 _LOGICAL: dict[str, Kind] = {"timestamp-millis": "millis", "timestamp-micros": "micros"}
-#: Avro's named types (a schema defines each once and names it afterwards).
-NAMED_TYPES = {"record", "enum", "fixed", "error"}
-
-
-class SchemaError(ValueError):
-    """The writer schema cannot give the extractor's field; the message says why (one line)."""
 
 
 class PlannedAvroReader:
@@ -51,7 +47,10 @@ class PlannedAvroReader:
 
     __slots__ = ("_divisor", "_plan", "_read", "field", "kind", "unit")
 
-    def __init__(self, plan: tuple[int, ...], path: Sequence[str], kind: Kind, unit: Unit) -> None:
+    def __init__(
+        self, plan: tuple[int, ...], path: Sequence[str], kind: Kind, unit: Unit, long_field: bool = False
+    ) -> None:
+        """``long_field``: the plan reads an int or a long (``READ_LONG``)."""
         self._plan = plan
         native = CompiledPlan(plan) if CompiledPlan is not None else None
         self._read = native.read if native is not None else self._read_python
@@ -59,8 +58,7 @@ class PlannedAvroReader:
         self.unit: Unit = unit
         self.field = ".".join(path)
         # The common cases, a long in ms or µs, skip the general conversion: 1 ms or 1000 µs
-        # per ms (0: always the general path).
-        long_field = plan[-1] == READ_LONG
+        # per ms (0: always the general path). Both plans read longs within 64 bits only.
         if long_field and (kind == "millis" or (kind == "plain" and unit == "ms")):
             self._divisor = 1
         elif long_field and (kind == "micros" or (kind == "plain" and unit == "us")):
@@ -83,147 +81,54 @@ class PlannedAvroReader:
         return to_millis(node, self.kind, self.unit, self.field)
 
 
-class AvroTimeReader:
-    """Event time of Avro bodies written with one writer schema, read by fastavro through a
-    reader schema projected to the path (the fallback when no plan exists)."""
-
-    __slots__ = ("_path", "_reader", "_writer", "field", "kind", "unit")
-
-    def __init__(self, writer: Any, reader: Any, path: Sequence[str], kind: Kind, unit: Unit) -> None:
-        self._writer = writer
-        self._reader = reader
-        self._path = tuple(path)
-        self.kind: Kind = kind
-        self.unit: Unit = unit
-        self.field = ".".join(path)
-
-    def millis(self, value: bytes, start: int = 0) -> int:
-        """Event time of the body at ``value[start:]``; :class:`TimeValueError` (or fastavro's
-        own errors on a body that does not decode) when it has none."""
-        node: Any = fastavro.schemaless_reader(
-            io.BytesIO(memoryview(value)[start:]), self._writer, self._reader
-        )
-        for part in self._path:
-            if node is None:
-                raise TimeValueError(f"field {self.field} is null (at {part})")
-            node = node[part]
-        if node is None:
-            raise TimeValueError(f"field {self.field} is null")
-        return to_millis(node, self.kind, self.unit, self.field)
-
-
-def avro_time_reader(schema_text: str, path: Sequence[str], unit: Unit) -> PlannedAvroReader | AvroTimeReader:
+def avro_time_reader(schema_text: str, path: Sequence[str], unit: Unit) -> PlannedAvroReader:
     """The reader for ``path`` in the writer schema ``schema_text``; :class:`SchemaError` when
-    the schema has no such field or its type is no time."""
-    try:
-        writer = orjson.loads(schema_text)
-    except orjson.JSONDecodeError as e:
-        raise SchemaError(f"schema is not JSON: {e}") from None
-    named = _named_types(writer, None, {})
-    writer = _without_logical_types(copy.deepcopy(writer))
-    reader, kind = _project(orjson.loads(schema_text), path, [], named)
-    try:
-        fastavro.parse_schema(writer)  # the registry may hold a schema that is not valid Avro
-        return PlannedAvroReader(compile_plan(orjson.loads(schema_text), path, named), path, kind, unit)
-    except NoPlan:
-        pass
-    except Exception as e:  # fastavro raises several types for a bad schema
-        raise SchemaError(f"schema is not valid Avro: {e}") from None
-    try:
-        writer_parsed = fastavro.parse_schema(writer)
-        reader_parsed = fastavro.parse_schema(reader)
-    except Exception as e:  # fastavro raises several types for a bad schema
-        raise SchemaError(f"schema is not valid Avro: {e}") from None
-    return AvroTimeReader(writer_parsed, reader_parsed, path, kind, unit)
+    the schema is not valid Avro, has no such field, or its type is no time."""
+    writer = load(schema_text)
+    named = named_types(writer)  # checks the shapes the walks read, with reasons
+    kind, base = _leaf_kind(writer, path, named)
+    plan = compile_plan(writer, path, named)
+    _validate(writer)  # the registry may hold a schema that is not valid Avro
+    return PlannedAvroReader(plan, path, kind, unit, long_field=base in ("int", "long"))
 
 
-def fullname(node: Mapping[str, Any], namespace: str | None) -> tuple[str, str | None]:
-    """A named type's full name, and the namespace the names inside it inherit (Avro's rule: a
-    dotted name is full; else the type's own ``namespace``, else the enclosing one)."""
-    name = str(node["name"])
-    if "." in name:
-        return name, name.rpartition(".")[0]
-    ns = node.get("namespace", namespace)
-    return (f"{ns}.{name}" if ns else name), ns
+def _leaf_kind(writer: Any, path: Sequence[str], named: Named) -> tuple[Kind, str]:
+    """What the field at ``path`` is (a time in ms or µs, or a plain value) and its Avro type
+    (``long``, ``string``, …); :class:`SchemaError`
+    saying where the path breaks. A loop: the path is as long as the extractor's spec."""
+    node, namespace = writer, None
+    for i, part in enumerate([*path, None]):
+        here = ".".join(path[:i]) or "the value"
+        node, namespace, _ = concrete(node, namespace, named)
+        if isinstance(node, list):  # a union: only an optional ("null" or one type) is followed
+            branches = [b for b in node if b != "null"]
+            if len(branches) != 1:
+                raise SchemaError(f"{here} is a union of {len(branches)} non-null types; cannot follow it")
+            node, namespace, _ = concrete(branches[0], namespace, named)
+        if part is None:
+            return _leaf(node, here)
+        if not isinstance(node, dict) or node.get("type") not in {"record", "error"}:
+            raise SchemaError(f"{here} is not a record, so it has no field {part}")
+        for field in node["fields"]:
+            if field["name"] == part:
+                node = field["type"]
+                break
+        else:
+            raise SchemaError(f"record {node.get('name')} has no field {'.'.join(path[: i + 1])}")
+    raise AssertionError("unreachable: the loop returns at the leaf")
 
 
-def _named_types(node: Any, namespace: str | None, out: dict[str, Any]) -> dict[str, Any]:
-    """Every named type of the schema by full name and by short name (references use either)."""
-    if isinstance(node, list):
-        for branch in node:
-            _named_types(branch, namespace, out)
-    elif isinstance(node, dict):
-        kind = node.get("type")
-        if kind in NAMED_TYPES and "name" in node:
-            full, namespace = fullname(node, namespace)
-            out[full] = (node, namespace)
-            out.setdefault(full.rpartition(".")[2], (node, namespace))
-        if kind in {"record", "error"}:
-            for f in node.get("fields", []):
-                _named_types(f.get("type"), namespace, out)
-        elif kind == "array":
-            _named_types(node.get("items"), namespace, out)
-        elif kind == "map":
-            _named_types(node.get("values"), namespace, out)
-        elif isinstance(kind, dict | list):
-            _named_types(kind, namespace, out)
-    return out
-
-
-def _without_logical_types(node: Any) -> Any:
-    """The same schema with plain types: skipping a field never converts it, and the time field
-    is read as its ``long`` (the kind recorded beside it says what the number is)."""
-    if isinstance(node, list):
-        return [_without_logical_types(b) for b in node]
-    if isinstance(node, dict):
-        return {k: _without_logical_types(v) for k, v in node.items() if k != "logicalType"}
-    return node
-
-
-def _deref(node: Any, named: dict[str, Any]) -> Any:
-    if isinstance(node, str) and node in named:
-        return named[node][0]
-    if isinstance(node, dict) and isinstance(node.get("type"), dict | list):
-        return node["type"]  # {"type": {...}} wraps a type
-    return node
-
-
-def _project(node: Any, path: Sequence[str], walked: list[str], named: dict[str, Any]) -> tuple[Any, Kind]:
-    """The reader schema for ``path`` inside ``node``, and the kind of the leaf."""
-    node = _deref(node, named)
-    here = ".".join(walked) or "the value"
-    if isinstance(node, list):  # a union: only an optional ("null" or one type) is followed
-        branches = [b for b in node if b != "null"]
-        if len(branches) != 1:
-            raise SchemaError(f"{here} is a union of {len(branches)} non-null types; cannot follow it")
-        inner, kind = _project(branches[0], path, walked, named)
-        return [inner if b != "null" else "null" for b in node], kind
-    if not path:
-        return _leaf(node, here)
-    if not isinstance(node, dict) or node.get("type") not in {"record", "error"}:
-        raise SchemaError(f"{here} is not a record, so it has no field {path[0]}")
-    part = path[0]
-    for f in node.get("fields", []):
-        if f.get("name") == part:
-            child, kind = _project(f["type"], path[1:], [*walked, part], named)
-            record = {"type": "record", "name": node["name"], "fields": [{"name": part, "type": child}]}
-            if "namespace" in node:
-                record["namespace"] = node["namespace"]
-            return record, kind
-    raise SchemaError(f"record {node.get('name')} has no field {'.'.join([*walked, part])}")
-
-
-def _leaf(node: Any, here: str) -> tuple[Any, Kind]:
+def _leaf(node: Any, here: str) -> tuple[Kind, str]:
     if isinstance(node, str):
         if node in _PRIMITIVE_TIMES:
-            return node, "plain"
+            return "plain", node
         raise SchemaError(f"field {here} is of type {node}, not a time")
     if isinstance(node, dict):
         base, logical = node.get("type"), node.get("logicalType")
-        if logical in _LOGICAL and base == "long":
-            return "long", _LOGICAL[logical]
+        if isinstance(logical, str) and logical in _LOGICAL and base == "long":
+            return _LOGICAL[logical], base
         if isinstance(logical, str) and logical.startswith("local-timestamp"):
             raise SchemaError(f"field {here} is a {logical}, which has no time zone")
         if isinstance(base, str) and base in _PRIMITIVE_TIMES:
-            return base, "plain"
-    raise SchemaError(f"field {here} is of type {orjson.dumps(node).decode()[:60]}, not a time")
+            return "plain", base
+    raise SchemaError(f"field {here} is of type {_short(node)}, not a time")

@@ -13,85 +13,86 @@ Pure: texts in, text out. Shared by the sidecar's extractor and the Spark jobs.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from sidecar.formats.avro import NAMED_TYPES, SchemaError, fullname
-
-_PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
+from sidecar.formats.avro_schema import NAMED_TYPES, PRIMITIVES, SchemaError, fullname, load
 
 
 def standalone(schema_text: str, references: Mapping[str, str]) -> str:
     """``schema_text`` with every type it takes from ``references`` (import name → schema text)
     defined in place; the text itself when it has no references. :class:`SchemaError` when a
-    reference is not JSON."""
+    text is not JSON or the result would nest deeper than JSON may (1,024 levels). Loops, no
+    recursion: a schema may nest as deep as its JSON."""
     if not references:
         return schema_text
     definitions: dict[str, Any] = {}
     for name, text in references.items():
-        try:
-            node = orjson.loads(text)
-        except orjson.JSONDecodeError as e:
-            raise SchemaError(f"reference {name} is not JSON: {e}") from None
-        _collect(node, None, definitions)
+        _collect(load(text, f"reference {name}"), definitions)
+    main = _inline(load(schema_text), definitions)
     try:
-        main = orjson.loads(schema_text)
-    except orjson.JSONDecodeError as e:
-        raise SchemaError(f"schema is not JSON: {e}") from None
-    return orjson.dumps(_inline(main, None, definitions, set())).decode()
+        return orjson.dumps(main).decode()
+    except orjson.JSONEncodeError:
+        raise SchemaError("schema nests deeper than 1024 levels once its references are written in") from None
 
 
-def _collect(node: Any, namespace: str | None, out: dict[str, Any]) -> None:
+def _collect(node: Any, out: dict[str, Any]) -> None:
     """The top-level named types of a referenced schema, by full name, each made independent of
     where it will be written: its name fully qualified (an empty namespace where it has none)."""
-    if isinstance(node, list):  # a reference may itself be a union of named types
-        for branch in node:
-            _collect(branch, namespace, out)
-        return
-    if isinstance(node, dict) and node.get("type") in NAMED_TYPES and "name" in node:
-        full, ns = fullname(node, namespace)
-        definition = copy.deepcopy(node)
-        definition["name"] = full.rpartition(".")[2]
-        definition["namespace"] = ns or ""
-        out.setdefault(full, definition)
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):  # a reference may itself be a union of named types
+            stack.extend(reversed(node))
+        elif isinstance(node, dict) and node.get("type") in NAMED_TYPES and "name" in node:
+            full, ns = fullname(node, None)
+            definition = dict(node)  # the parts inside are copied where it is written in
+            definition["name"] = full.rpartition(".")[2]
+            definition["namespace"] = ns or ""
+            out.setdefault(full, definition)
 
 
-def _inline(node: Any, namespace: str | None, definitions: Mapping[str, Any], defined: set[str]) -> Any:
-    """``node`` with the first use of each referenced name replaced by its definition (in the
-    order Avro parses a schema: fields, union branches, items and values in turn)."""
-    if isinstance(node, str):
-        if node in _PRIMITIVES:
-            return node
-        full = node if "." in node or not namespace else f"{namespace}.{node}"
-        for candidate in (full, node):
-            if candidate in defined:
-                return node
-            if candidate in definitions:
-                defined.add(candidate)
-                body = definitions[candidate]
-                return _inline(copy.deepcopy(body), None, definitions, defined)
-        return node  # unknown here: the Avro library says so, naming it
-    if isinstance(node, list):
-        return [_inline(branch, namespace, definitions, defined) for branch in node]
-    if not isinstance(node, dict):
-        return node
-    kind = node.get("type")
-    out = dict(node)
-    if kind in NAMED_TYPES and "name" in node:
-        full, namespace = fullname(node, namespace)
-        defined.add(full)
-    if kind in {"record", "error"}:
-        out["fields"] = [
-            {**f, "type": _inline(f.get("type"), namespace, definitions, defined)}
-            for f in node.get("fields", [])
-        ]
-    elif kind == "array":
-        out["items"] = _inline(node.get("items"), namespace, definitions, defined)
-    elif kind == "map":
-        out["values"] = _inline(node.get("values"), namespace, definitions, defined)
-    elif isinstance(kind, str | list | dict) and kind not in NAMED_TYPES:
-        out["type"] = _inline(kind, namespace, definitions, defined)
-    return out
+def _inline(root: Any, definitions: Mapping[str, Any]) -> Any:
+    """``root`` (a freshly parsed schema, changed in place) with the first use of each referenced
+    name replaced by a copy of its definition, in the order Avro parses a schema (fields, union
+    branches, items and values in turn)."""
+    holder = [root]
+    defined: set[str] = set()
+    # (the list or object holding a type, its index or key, the namespace in force there)
+    stack: list[tuple[Any, Any, str | None]] = [(holder, 0, None)]
+    while stack:
+        parent, key, namespace = stack.pop()
+        node = parent[key]
+        if isinstance(node, str):
+            if node not in PRIMITIVES:
+                full = node if "." in node or not namespace else f"{namespace}.{node}"
+                for candidate in (full, node):
+                    if candidate in defined:
+                        break
+                    if candidate in definitions:
+                        defined.add(candidate)
+                        parent[key] = orjson.loads(orjson.dumps(definitions[candidate]))
+                        stack.append((parent, key, None))
+                        break
+            continue  # unknown here: the Avro library says so, naming it
+        if isinstance(node, list):
+            stack.extend((node, i, namespace) for i in reversed(range(len(node))))
+            continue
+        if not isinstance(node, dict):
+            continue
+        kind = node.get("type")
+        if kind in NAMED_TYPES and "name" in node:
+            full, namespace = fullname(node, namespace)
+            defined.add(full)
+        if kind in ("record", "error") and isinstance(node.get("fields"), list):
+            fields = [f for f in node["fields"] if isinstance(f, dict) and "type" in f]
+            stack.extend((f, "type", namespace) for f in reversed(fields))
+        elif kind == "array" and "items" in node:
+            stack.append((node, "items", namespace))
+        elif kind == "map" and "values" in node:
+            stack.append((node, "values", namespace))
+        elif isinstance(kind, str | list | dict) and kind not in (*NAMED_TYPES, "array", "map"):
+            stack.append((node, "type", namespace))
+    return holder[0]

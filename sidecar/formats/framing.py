@@ -35,7 +35,9 @@ def schema_id(value: bytes | None) -> int:
 
 
 def read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    """An unsigned base-128 varint at ``pos``: (value, position after it)."""
+    """An unsigned base-128 varint of 64 bits at most at ``pos``: (value, position after it).
+    Ten bytes at most, the tenth 0 or 1 (the Avro plan's rule, ``avro_plan._varint``): a value
+    a 64-bit reader would have to truncate is refused."""
     result = 0
     shift = 0
     while True:
@@ -43,12 +45,12 @@ def read_varint(data: bytes, pos: int) -> tuple[int, int]:
             raise FramingError("value ends inside a varint")
         byte = data[pos]
         pos += 1
+        if shift == 63 and byte > 1:
+            raise FramingError("varint longer than 10 bytes" if byte & 0x80 else "varint beyond 64 bits")
         result |= (byte & 0x7F) << shift
         if not byte & 0x80:
             return result, pos
         shift += 7
-        if shift > 63:
-            raise FramingError("varint longer than 10 bytes")
 
 
 def _zigzag(n: int) -> int:

@@ -9,6 +9,13 @@ refuse the second.
 
 ``google.protobuf.Timestamp`` is read as what it is (seconds and nanos); other fields take the
 extractor's unit. A message field on the path that is not set is an invalid time, not 1970.
+
+Untrusted bodies: protobuf's runtime (upb, the default since protobuf 4.21) parses in C without
+recursion in Python, in time linear in the body (a megabyte of unknown fields: milliseconds), and
+stops at 100 levels of nested messages (``upb_DecodeOptions_MaxDepth``): a body 10,000 deep is a
+``DecodeError``, an invalid timestamp like any body that does not decode. Descriptor sets come
+from our own protoc run (:mod:`sidecar.registry.protoc`), bounded there; one the runtime cannot
+load is a :class:`SchemaError` with its reason.
 """
 
 from __future__ import annotations
@@ -77,17 +84,25 @@ def protobuf_time_reader(
 ) -> ProtobufTimeReader:
     """The reader for the message at ``indexes`` of ``file_name`` in the serialized
     ``FileDescriptorSet``; :class:`SchemaError` when it has no such message or no time at
-    ``path``."""
-    files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set)
-    pool = descriptor_pool.DescriptorPool()
-    for proto in files.file:  # protoc writes dependencies before their dependents
-        pool.Add(proto)
+    ``path``, or when the set does not load (whatever the runtime raises: it says why)."""
+    try:
+        files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set)
+        pool = descriptor_pool.DescriptorPool()
+        for proto in files.file:  # protoc writes dependencies before their dependents
+            pool.Add(proto)
+    except Exception as e:  # DecodeError, TypeError for a conflict, …: all mean "not loadable"
+        raise SchemaError(f"the compiled descriptors do not load: {type(e).__name__}: {_line(e)}") from None
     for proto in files.file:
         if proto.name == file_name:
             break
     else:
         raise SchemaError(f"the descriptor set has no file {file_name}")
-    message = pool.FindMessageTypeByName(_message_name(proto, indexes))
+    name = _message_name(proto, indexes)
+    try:
+        message = pool.FindMessageTypeByName(name)
+        cls = message_factory.GetMessageClass(message)
+    except Exception as e:  # a descriptor the pool took but cannot build
+        raise SchemaError(f"message {name} does not load: {type(e).__name__}: {_line(e)}") from None
     fields: list[FieldDescriptor] = []
     desc: Descriptor | None = message
     for i, part in enumerate(path):
@@ -109,7 +124,26 @@ def protobuf_time_reader(
     )
     if not timestamp and leaf.type not in _PLAIN:
         raise SchemaError(f"field {'.'.join(path)} is not a number, a string or a {TIMESTAMP}")
-    return ProtobufTimeReader(message_factory.GetMessageClass(message), fields, timestamp, unit)
+    if timestamp and not _well_known_timestamp(leaf.message_type):
+        # A schema may define a message of that name itself (without importing the real one).
+        raise SchemaError(f"field {'.'.join(path)} is a {TIMESTAMP} without int64 seconds and int32 nanos")
+    return ProtobufTimeReader(cls, fields, timestamp, unit)
+
+
+def _well_known_timestamp(desc: Descriptor | None) -> bool:
+    """``desc`` has the well-known Timestamp's fields: ``int64 seconds`` and ``int32 nanos``."""
+    if desc is None:
+        return False
+    want = {"seconds": FieldDescriptor.TYPE_INT64, "nanos": FieldDescriptor.TYPE_INT32}
+    for name, kind in want.items():
+        field = desc.fields_by_name.get(name)
+        if field is None or field.type != kind or _repeated(field):
+            return False
+    return True
+
+
+def _line(error: Exception) -> str:
+    return " ".join(str(error).split())[:200]
 
 
 def _repeated(field: FieldDescriptor) -> bool:

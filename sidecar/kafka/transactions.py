@@ -2,15 +2,16 @@
 
 aiokafka 0.14 cannot send the consumer's group metadata with the offsets (KIP-447), so the broker
 cannot fence a stale writer by its group generation. Fencing must come from the
-``transactional.id`` alone, and that only works if the id names what is being processed: the
-task. Each task therefore writes through its own producer, with ``transactional.id``
-:func:`transactional_id`, and commits its outputs and its own input offsets in its own
-transactions. When a task moves to another replica, the new owner's producer starts with the same
-id; its InitProducerId bumps the id's epoch, so the old owner's producer is *fenced* (every later
-write, offset commit or commit of it fails with ``ProducerFenced``) and the broker aborts its open
-transaction. InitProducerId also waits until an earlier transaction of the id is complete, so
-offsets read after it are final: the new owner starts exactly where the last committed
-transaction left off.
+``transactional.id`` alone, and that only works if the id names what is being processed: the task.
+Each task therefore writes through its own producer, with the ``transactional.id`` its task
+grouping gives it (:meth:`TaskGrouping.transactional_id
+<sidecar.service.grouping.TaskGrouping.transactional_id>`), and commits its outputs and its own
+input offsets in its own transactions. When a task moves to another replica, the new owner's
+producer starts with the same id; its InitProducerId bumps the id's epoch, so the old owner's
+producer is *fenced* (every later write, offset commit or commit of it fails with
+``ProducerFenced``) and the broker aborts its open transaction. InitProducerId also waits until an
+earlier transaction of the id is complete, so offsets read after it are final: the new owner
+starts exactly where the last committed transaction left off.
 
 A :class:`TaskTransaction` holds one task's producer, its writer and its open transaction (the
 batches written in it, their acknowledgement futures). It decides nothing: the runner says when
@@ -38,13 +39,6 @@ from aiokafka.errors import KafkaError
 from sidecar.core import TopicPartition
 from sidecar.kafka.clients import close_quietly, start_client
 from sidecar.output.writer import OutputWriter, wall_ms
-
-
-def transactional_id(group_id: str, task_grouping: str, task: str) -> str:
-    """``<group.id>-txn`` for ``task.grouping=single`` (the one task: the id earlier versions used,
-    so a restart after an upgrade still fences a crashed run); ``<group.id>-txn-<task>`` for
-    ``partition``, one id per task, so that replicas sharing the tasks never share an id."""
-    return f"{group_id}-txn" if task_grouping == "single" else f"{group_id}-txn-{task}"
 
 
 class TaskTransaction:

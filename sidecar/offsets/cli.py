@@ -1,8 +1,9 @@
 """``timesync-sidecar offsets reset --config FILE (--to-earliest | --to-latest | --to-datetime T |
---by-duration D | --to-offset N) [--dry-run]``.
+--by-duration D | --to-offset N) [--partition TOPIC:N ...] [--dry-run]``.
 
 Moves the sidecar's consumer group (``group.id``, or ``timesync-<output.topic>``) on every
-partition of ``input.topics``, as Kafka's ``kafka-consumer-groups --reset-offsets`` would, and
+partition of ``input.topics`` — or only on the ones named with ``--partition`` (past a record
+that stops every start, say) — as Kafka's ``kafka-consumer-groups --reset-offsets`` would, and
 prints the plan as a table (a rich table on a terminal; aligned plain lines when the output is a
 pipe or ``CI=true``). Refused with one line and exit 1 while a sidecar runs on the group (Kafka
 Connect's KIP-875 rule: offsets change only while no worker runs), exit 2 on a usage or config
@@ -22,11 +23,12 @@ from typing import Any, NoReturn
 from aiokafka import TopicPartition
 from aiokafka.errors import KafkaError
 
-from sidecar.config import ConfigError, SidecarConfig, load_config
+from sidecar.config import ConfigError, SidecarConfig, load_config, without_values
 from sidecar.kafka.admin import AdminError
 from sidecar.offsets.kafka import GroupOffsets, Refused
 from sidecar.offsets.plan import HEADER, Mode, Move, PlanError, Target, plain, plan, table, target
 from sidecar.service import claim
+from sidecar.service.grouping import grouping_of
 
 EXIT_OK, EXIT_FATAL, EXIT_CONFIG = 0, 1, 2
 
@@ -41,7 +43,7 @@ _MODES: dict[str, Mode] = {
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_CONFIG, f"timesync-sidecar offsets: {message} (see --help)\n")
+        self.exit(EXIT_CONFIG, f"timesync-sidecar offsets: {without_values(message)} (see --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,8 +64,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--by-duration", metavar="PnDTnHnMnS", help="the first record at or after now minus this"
     )
     where.add_argument("--to-offset", metavar="N", help="offset N on every partition (clamped into the log)")
+    reset.add_argument(
+        "--partition",
+        action="append",
+        default=[],
+        metavar="TOPIC:N",
+        type=_partition,
+        help="only this input partition (repeat for more; default: every one)",
+    )
     reset.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
     return parser
+
+
+def _partition(text: str) -> TopicPartition:
+    topic, _, number = text.rpartition(":")
+    if not topic or not number.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not TOPIC:N (an input topic and a partition number)")
+    return TopicPartition(topic, int(number))
 
 
 def _goal(args: argparse.Namespace) -> Target:
@@ -84,7 +101,10 @@ def main(argv: list[str]) -> int:
         print(f"timesync-sidecar offsets: {e}", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        moves = asyncio.run(reset(config, goal, dry_run=args.dry_run))
+        moves = asyncio.run(reset(config, goal, dry_run=args.dry_run, only=args.partition))
+    except PlanError as e:
+        print(f"timesync-sidecar offsets: {e}", file=sys.stderr)
+        return EXIT_CONFIG
     except Refused as e:
         print(f"timesync-sidecar offsets: refused: {e}", file=sys.stderr)
         return EXIT_FATAL
@@ -111,8 +131,15 @@ def fence_owner() -> str:
     return f"offsets reset on {claim.owner()}"
 
 
-async def reset(config: SidecarConfig, goal: Target, dry_run: bool, settle_s: float = SETTLE_S) -> list[Move]:
-    """Read, plan and (unless ``dry_run``) commit, refusing while a sidecar runs.
+async def reset(
+    config: SidecarConfig,
+    goal: Target,
+    dry_run: bool,
+    settle_s: float = SETTLE_S,
+    only: list[TopicPartition] | None = None,
+) -> list[Move]:
+    """Read, plan and (unless ``dry_run``) commit, refusing while a sidecar runs; ``only``: just
+    these input partitions (one not among them is a :class:`PlanError`).
 
     The race with a single-task sidecar that starts meanwhile is closed in three steps:
 
@@ -126,7 +153,7 @@ async def reset(config: SidecarConfig, goal: Target, dry_run: bool, settle_s: fl
        fails with exit 1 naming it, instead of being lost in silence.
     """
     async with GroupOffsets(config) as group:
-        tps = await group.partitions()
+        tps = _chosen(await group.partitions(), only or [])
         committed = await group.committed()
         await group.check_idle(committed)
         moves = plan(await group.facts(tps, committed, goal), goal)
@@ -138,10 +165,22 @@ async def reset(config: SidecarConfig, goal: Target, dry_run: bool, settle_s: fl
         await group.commit(new, fence)
         await group.check_idle(await group.committed(), me=me)
         await group.commit(new)
-        if config.task_grouping == "single" and settle_s > 0:
+        if grouping_of(config).claims and settle_s > 0:
             await asyncio.sleep(settle_s)
             await verify(group, new)
         return moves
+
+
+def _chosen(tps: list[TopicPartition], only: list[TopicPartition]) -> list[TopicPartition]:
+    if not only:
+        return tps
+    unknown = [f"{tp.topic}:{tp.partition}" for tp in only if tp not in tps]
+    if unknown:
+        raise PlanError(
+            f"--partition {', '.join(unknown)}: not a partition of input.topics "
+            f"({', '.join(sorted({tp.topic for tp in tps}))})"
+        )
+    return [tp for tp in tps if tp in only]
 
 
 async def verify(group: GroupOffsets, new: dict[TopicPartition, int]) -> None:

@@ -8,8 +8,9 @@ written straight into the batch buffer: no header tuples, no per-record ``bytes`
 values, one length computation and one copy per field.
 
 What is written is defined by :mod:`sidecar.core.stamping` (header names, their order, ASCII
-decimal values, ``timesync.*`` input headers dropped); ``Stamper.stamp_into`` stays the
-reference, and the tests check that both produce byte-identical record batches.
+decimal values, ``timesync.*`` input headers dropped, header keys written back as the bytes they
+were read from); ``Stamper.stamp_into`` stays the reference, and the tests check that both
+produce byte-identical record batches.
 """
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
@@ -19,10 +20,19 @@ from libc.string cimport memcmp, memcpy
 
 from sidecar._zigzag cimport put_zigzag, zigzag_size
 from sidecar.core import stamping
-from sidecar.kafka._fetched cimport FetchedRecord
+from sidecar.kafka._records cimport FetchedRecord
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object unicode, Py_ssize_t* size) except NULL
+    bint PyErr_ExceptionMatches(object exc) noexcept
+    void PyErr_Clear() noexcept
+
+cdef extern from *:
+    """
+    #define _ts_utf8_or_null PyUnicode_AsUTF8AndSize
+    """
+    # The same call, its failure left to the caller (a key that is not UTF-8 is no error here).
+    const char* _ts_utf8_or_null(object unicode, Py_ssize_t* size) noexcept
 
 cdef bytes _SOURCE_TOPIC = stamping.SOURCE_TOPIC.encode()
 cdef bytes _SOURCE_PARTITION = stamping.SOURCE_PARTITION.encode()
@@ -32,6 +42,7 @@ cdef bytes _STREAM_TIME = stamping.STREAM_TIME.encode()
 cdef bytes _LATE = stamping.LATE.encode()
 cdef bytes _ENFORCED = stamping.ENFORCED.encode()
 cdef bytes _FLAG = stamping._FLAG
+_header_key_bytes = stamping.header_key_bytes
 
 
 cdef inline Py_ssize_t _decimal(char* out, int64_t v) noexcept nogil:
@@ -81,6 +92,22 @@ cdef inline bint _is_own(const char* key, Py_ssize_t length) noexcept nogil:
     return length >= 9 and memcmp(key, b"timesync.", 9) == 0
 
 
+cdef const char* _header_key(object key, Py_ssize_t* size, list keep) except NULL:
+    """A header key's bytes: its UTF-8, or, for a key read with ``surrogateescape`` from bytes
+    that are not UTF-8, those bytes again (:func:`sidecar.core.stamping.header_key_bytes`, kept
+    alive in ``keep`` while the batch is written)."""
+    cdef const char* p = _ts_utf8_or_null(key, size)
+    if p != NULL:
+        return p
+    if not PyErr_ExceptionMatches(UnicodeEncodeError):
+        return NULL  # not a str, say: the error stands
+    PyErr_Clear()
+    raw = _header_key_bytes(key)
+    keep.append(raw)
+    size[0] = PyBytes_GET_SIZE(raw)
+    return PyBytes_AS_STRING(raw)
+
+
 cdef inline object _as_bytes(object data):
     if data is None or type(data) is bytes:
         return data
@@ -121,6 +148,7 @@ def encode_stamped(
     cdef char stream_buf[24]
     cdef bint is_late, is_enforced
     cdef object record, key, value, headers, h, hvalue
+    cdef list keep = []  # the bytes of header keys that are not UTF-8, while they are written
     cdef FetchedRecord fetched
     cdef Py_ssize_t wm_len = PyBytes_GET_SIZE(watermark)
     # The five headers every record gets: name sizes are fixed, values vary per record.
@@ -139,6 +167,8 @@ def encode_stamped(
     PyByteArray_Resize(buffer, room)
     try:
         while i < n:
+            if keep:
+                del keep[:]
             record = records[i]
             ts = timestamps[i]
             after = ts if ts > stream_time else stream_time
@@ -172,7 +202,7 @@ def encode_stamped(
             carried_n = 0
             if headers:
                 for h in headers:
-                    hkey_ptr = PyUnicode_AsUTF8AndSize(h[0], &hkey_len)
+                    hkey_ptr = _header_key(h[0], &hkey_len, keep)
                     if _is_own(hkey_ptr, hkey_len):
                         continue
                     hvalue = h[1]
@@ -217,7 +247,7 @@ def encode_stamped(
             p = put_zigzag(p, n_headers)
             if carried_n:
                 for h in headers:
-                    hkey_ptr = PyUnicode_AsUTF8AndSize(h[0], &hkey_len)
+                    hkey_ptr = _header_key(h[0], &hkey_len, keep)
                     if _is_own(hkey_ptr, hkey_len):
                         continue
                     hvalue = h[1]

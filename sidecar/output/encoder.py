@@ -7,12 +7,14 @@ bytes has two implementations with the same contract, chosen once per process by
 
 * ``native`` — :class:`~sidecar.output.batches.StampedBatch` es filled by the C loop in
   :mod:`sidecar.output._stamp_encoder`, compressed at Kafka's levels (``compression.*.level``);
-* ``python`` — the reference :class:`~sidecar.core.stamping.Stamper` filling aiokafka's own
-  ``BatchBuilder``: the same records, byte for byte before compression, at about half the
-  throughput; used when the extension is not built (no C compiler at install).
+* ``python`` — the reference :class:`~sidecar.core.stamping.Stamper` filling
+  :class:`~sidecar.output.python_batch.PythonBatch` es, which write records as aiokafka's own
+  ``BatchBuilder`` does (the tests hold them to it byte for byte) and also carry header keys
+  that are not UTF-8, which aiokafka's builder cannot: the same records, byte for byte before
+  compression, slower; used when the extension is not built (no C compiler at install).
 
 Both make batches that aiokafka's ``send_batch`` accepts for one topic-partition, and both
-encode side records (heartbeats, late records, dead letters — rare) through aiokafka's builder.
+encode side records (heartbeats, late records, dead letters — rare) as ``PythonBatch`` es.
 An encoder is made per producer: batches carry the producer's transactional flag.
 """
 
@@ -20,13 +22,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
-
-from aiokafka.producer.message_accumulator import BatchBuilder
+from typing import Any, Literal, Protocol, cast
 
 from sidecar.core.records import DeadLetter, Emit, Late
 from sidecar.core.stamping import OutputRecord, Stamper, dead_letter, heartbeat
 from sidecar.output.batches import Compressor, StampedBatch, compressor, native_stamping_available
+from sidecar.output.python_batch import PythonBatch
 from sidecar.output.writer import BATCH_BYTES
 
 log = logging.getLogger("timesync")
@@ -59,18 +60,18 @@ class OutputEncoder(Protocol):
 
 
 class _Encoder:
-    """What both encoders share: side records through aiokafka's builder."""
+    """What both encoders share: side records through :class:`PythonBatch` es."""
 
-    __slots__ = ("_batch_bytes", "_codec_id", "_stamper", "_transactional")
+    __slots__ = ("_batch_bytes", "_codec", "_stamper", "_transactional")
 
     def __init__(self, codec: Compressor, transactional: bool, batch_bytes: int = BATCH_BYTES) -> None:
-        self._codec_id = codec[0]
+        self._codec = codec
         self._transactional = transactional
         self._batch_bytes = batch_bytes
         self._stamper = Stamper()
 
-    def _builder(self) -> BatchBuilder:
-        return BatchBuilder(self._batch_bytes, self._codec_id, is_transactional=self._transactional)
+    def _builder(self) -> PythonBatch:
+        return PythonBatch(self._codec, self._transactional, self._batch_bytes)
 
     def encode_heartbeat(self, watermark: int) -> list[Any]:
         return self._records([heartbeat(watermark)])
@@ -90,11 +91,11 @@ class _Encoder:
                 batch = self._builder()
                 batches.append(batch)
                 batch.append(key=key, value=value, timestamp=timestamp, headers=headers)
-        return batches
+        return [b.seal() for b in batches]
 
 
 class PythonEncoder(_Encoder):
-    """The reference path: :class:`Stamper` into aiokafka's ``BatchBuilder``."""
+    """The reference path: :class:`Stamper` into :class:`PythonBatch` es."""
 
     __slots__ = ()
 
@@ -105,17 +106,13 @@ class PythonEncoder(_Encoder):
     def encode(self, emit: Emit) -> list[Any]:
         if not emit.records:
             return []
-        return self._stamper.stamp_into(emit, self._builder)
+        return [cast(PythonBatch, b).seal() for b in self._stamper.stamp_into(emit, self._builder)]
 
 
 class NativeEncoder(_Encoder):
     """Stamps and encodes whole batches in C (see :mod:`sidecar.output.batches`)."""
 
-    __slots__ = ("_codec",)
-
-    def __init__(self, codec: Compressor, transactional: bool, batch_bytes: int = BATCH_BYTES) -> None:
-        super().__init__(codec, transactional, batch_bytes)
-        self._codec = codec
+    __slots__ = ()
 
     @property
     def name(self) -> EncoderName:
@@ -148,8 +145,8 @@ def native_available() -> bool:
         if not _NATIVE:
             log.warning(
                 "the native output encoder is not built (no C compiler at install?): stamping in "
-                "Python through aiokafka's batch builder — the same records, at about half the "
-                "throughput, compressed at aiokafka's levels rather than compression.*.level"
+                "Python — the same records, at a fraction of the throughput, compressed at "
+                "aiokafka's levels rather than compression.*.level"
             )
     return _NATIVE
 

@@ -4,6 +4,10 @@
 ``protobuf:``, so every other configuration pays nothing. Otherwise :meth:`BatchSchemas.ready`
 resolves, for each task that owns fetched records, the schema ids those records need into that
 task's extractor (:mod:`sidecar.registry.resolver`), and says whether the batch may be pushed.
+
+One :class:`BatchSchemas` lives for one start of the pipeline and holds the registry client's
+session: :meth:`BatchSchemas.close` ends it on every way a start ends (stop, restart, failure),
+and never raises.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from sidecar.config import FOREVER_MS
 from sidecar.formats.extractor import SchemaTimestamp
 from sidecar.registry.client import RegistryClient, RegistrySettings
 
@@ -39,9 +44,24 @@ class BatchSchemas:
         # never pay for them.
         from sidecar.registry.resolver import SchemaResolver
 
+        config = ctx.config
         self.control = ctx.control
-        client = RegistryClient(registry_settings(ctx.config))
-        self.resolver = SchemaResolver(client, ctx.health.waiting_for, self._stopped)
+        self.health = ctx.health
+        missing_ttl_s = config.schema_registry_missing_id_ttl_ms / 1000
+        self.client = RegistryClient(registry_settings(config), missing_ttl_s=missing_ttl_s)
+        unhealthy_ms = config.schema_registry_unhealthy_after_ms
+        self.unhealthy_after_s = None if unhealthy_ms >= FOREVER_MS else unhealthy_ms / 1000
+        ctx.metrics.watch_registry(ctx.health.waiting_seconds, self.unhealthy_after_s)
+        self.resolver = SchemaResolver(
+            self.client,
+            self._waiting,
+            self._stopped,
+            max_new=config.schema_registry_max_new_ids_per_fetch,
+            missing_ttl_s=missing_ttl_s,
+        )
+
+    def _waiting(self, reason: str | None) -> None:
+        self.health.waiting_for(reason, self.unhealthy_after_s)
 
     async def _stopped(self, seconds: float) -> bool:
         if self.control.running:
@@ -51,17 +71,25 @@ class BatchSchemas:
 
     async def ready(self, fetched: Mapping[Any, Sequence[Any]], tasks: TaskRegistry) -> bool:
         """Resolve what ``fetched`` needs; ``False`` if the run stopped while the registry was
-        away (then nothing of the batch may be pushed)."""
+        away (then nothing of the batch may be pushed). Each task's extractor is resolved once
+        for all of its partitions' records: its cache is trimmed only between batches."""
+        wanted: dict[int, tuple[SchemaTimestamp, list[bytes | None]]] = {}
         for tp, records in fetched.items():
             run = tasks.owner(tp)
             if run is None or not records:
                 continue
             extractor = run.task.config.extractor
-            if isinstance(extractor, SchemaTimestamp) and not await self.resolver.resolve(
-                extractor, (r.value for r in records)
-            ):
+            if isinstance(extractor, SchemaTimestamp):
+                wanted.setdefault(id(extractor), (extractor, []))[1].extend(r.value for r in records)
+        for extractor, values in wanted.values():
+            if not await self.resolver.resolve(extractor, values):
                 return False
         return True
+
+    async def close(self) -> None:
+        """End the registry session and the wait this start reported; never raises."""
+        self.health.waiting_for(None)
+        await self.client.close()
 
 
 def batch_schemas(ctx: StartContext) -> BatchSchemas | None:

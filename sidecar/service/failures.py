@@ -48,6 +48,7 @@ from sidecar.core.deadletters import DeadLetterRatioExceeded
 from sidecar.core.timestamps import InvalidTimestampError, RefusedTimestampError
 from sidecar.kafka.admin import AdminError
 from sidecar.kafka.clients import ClientStartError
+from sidecar.kafka.unreadable import ReaderFailed, UnreadableRecords
 from sidecar.registry.client import RegistryRefusedError
 
 Guarantee = Literal["at_least_once", "exactly_once_v2"]
@@ -117,8 +118,8 @@ def is_retriable(error: BaseException) -> bool:
 class Rule:
     """One row: errors of these types, met in these phases (under this guarantee and grouping,
     when given, and for which ``when`` holds), lead to ``action``; ``message`` is the line the
-    user sees (a template over ``{error}``, ``{task}``, ``{txn_id}``, ``{group}``, ``{topic}``
-    and ``{bound}``)."""
+    user sees (a template over ``{error}``, ``{task}``, ``{txn_id}``, ``{group}``, ``{topic}``,
+    ``{bound}`` and ``{past}``, the command that moves the group past unreadable offsets)."""
 
     errors: tuple[type[BaseException], ...]
     phases: frozenset[Phase]
@@ -191,6 +192,24 @@ RULES: tuple[Rule, ...] = (
         Action.FATAL,
         "{error}",
         "The schema registry refuses the credentials: every retry would be refused again.",
+    ),
+    Rule(
+        (UnreadableRecords,),
+        _ALL,
+        Action.FATAL,
+        "{error}; stopping (errors.tolerance=none; errors.tolerance=all sends such offsets to the dead "
+        "letter queue; or, with every replica stopped: {past})",
+        "The user chose to stop at bad data, and a batch that cannot be read is read again at "
+        "every start: say which offsets and how to move past them. Nothing past them was "
+        "committed (the task never heard of them).",
+    ),
+    Rule(
+        (ReaderFailed,),
+        _ALL,
+        Action.FATAL,
+        "{error}",
+        "Without the hook the failing batch's offsets are unknown: nothing can be skipped, and "
+        "fetching again meets the same batch.",
     ),
     Rule(
         NOT_RESTARTABLE,
@@ -344,7 +363,15 @@ def describe(error: BaseException) -> str:
     if isinstance(error, asyncio.CancelledError):
         return "CancelledError"
     if isinstance(
-        error, (*SETUP_ERRORS, InvalidTimestampError, DeadLetterRatioExceeded, RegistryRefusedError)
+        error,
+        (
+            *SETUP_ERRORS,
+            InvalidTimestampError,
+            DeadLetterRatioExceeded,
+            RegistryRefusedError,
+            UnreadableRecords,
+            ReaderFailed,
+        ),
     ):
         return str(error)  # our own errors: their message is the sentence
     text = str(error) or type(error).__name__
@@ -358,6 +385,12 @@ def decide(
     (a bug, a ``KeyboardInterrupt``): it is re-raised."""
     for rule in RULES:
         if rule.matches(error, phase, guarantee, grouping):
-            fields = {"task": "?", "txn_id": "?", "group": "?", "topic": "?", "bound": "?", **context}
+            fields = {"task": "?", "txn_id": "?", "group": "?", "topic": "?", "bound": "?", "past": "?"}
+            fields.update(context)
+            if isinstance(error, UnreadableRecords):
+                fields["past"] = (
+                    f"timesync-sidecar offsets reset --partition {error.topic}:{error.partition} "
+                    f"--to-offset {error.next_offset}"
+                )
             return Decision(rule.action, rule.message.format(error=describe(error), **fields), rule)
     raise error

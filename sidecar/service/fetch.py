@@ -15,18 +15,32 @@ Two details of aiokafka shape this module:
   them again from the new position;
 * a paused partition is not fetched, so its facts go stale: the core freezes its idle clock, and
   :meth:`InputFeed.apply_pause_hints` applies what the tasks ask to pause or resume.
+
+What cannot be read is judged here, like any bad record. The hooked consumer
+(:mod:`sidecar.kafka.fetch_hook`) ends a partition's list with a verdict,
+:class:`~sidecar.kafka.unreadable.UnreadableRecords`, when a batch does not read, its position
+already past the offsets it names. Under ``errors.tolerance=none`` the verdict is raised — after
+the other partitions' records are pushed — and the failure table stops the sidecar with its one
+line (nothing past it is committed: the task never heard of it). Under ``all`` the task takes it
+(``MergeTask.push``): a trace in the dead letter queue, or dropped under
+``timestamp.invalid=skip``, and commits pass it once that trace is acknowledged. Anything else
+``getmany`` raises is kept for :meth:`InputFeed.feed` to raise, inside the loop's judgement, so
+that the failure table sees every error of the fetch too.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka import TopicPartition as KafkaTopicPartition
+from aiokafka.errors import KafkaError
 
-from sidecar.core import TopicPartition
+from sidecar.core import TopicPartition, Unreadable
 from sidecar.kafka.clients import IsolationLevel
+from sidecar.kafka.unreadable import ReaderFailed, UnreadableRecords
 from sidecar.registry.batches import batch_schemas
 from sidecar.service.context import StartContext
 from sidecar.service.tasks import TaskRegistry
@@ -35,6 +49,8 @@ from sidecar.service.tasks import TaskRegistry
 MAX_FETCH_RECORDS = 20_000
 
 Fetched = dict[KafkaTopicPartition, list[Any]]
+
+log = logging.getLogger("timesync")
 
 
 class InputFeed:
@@ -60,10 +76,19 @@ class InputFeed:
         self._seeked: dict[TopicPartition, int] = {}
         #: Resolves schema ids before a push (``avro:``/``protobuf:`` extractors only).
         self.schemas = batch_schemas(ctx)
+        self.tolerate = ctx.config.errors_tolerance == "all"
+        #: What the last ``getmany`` raised, for :meth:`feed` to raise.
+        self._failed: BaseException | None = None
 
     async def fetch(self, timeout_ms: int) -> tuple[Fetched, int]:
-        """Records fetched within ``timeout_ms``, and the seek count when they came back."""
-        fetched = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=MAX_FETCH_RECORDS)
+        """Records fetched within ``timeout_ms``, and the seek count when they came back; what
+        ``getmany`` raises is raised by the next :meth:`feed` (see the module's docstring)."""
+        try:
+            fetched = await self.consumer.getmany(timeout_ms=timeout_ms, max_records=MAX_FETCH_RECORDS)
+        except KafkaError as e:
+            self._failed, fetched = e, {}
+        except Exception as e:  # an unhooked reader's own failure: no offsets to name
+            self._failed, fetched = ReaderFailed(e), {}
         return fetched, self._seeks  # no await since getmany returned
 
     def seeked(self, partitions: Iterable[TopicPartition]) -> None:
@@ -78,8 +103,12 @@ class InputFeed:
             self._seen.pop(tp, None)
 
     async def feed(self, fetched: Fetched, fetched_at_seek: int) -> None:
-        """Tell each task what the fetch responses said, then push the records (see the module
-        docstring); records of partitions seeked since the fetch returned are dropped."""
+        """Tell each task what the fetch responses said, then push the records, then judge what
+        could not be read (see the module docstring); records of partitions seeked since the
+        fetch returned are dropped."""
+        if self._failed is not None:
+            failed, self._failed = self._failed, None
+            raise failed
         if self._seeks != fetched_at_seek:
             seeked = self._seeked
             fetched = {tp: recs for tp, recs in fetched.items() if seeked.get(tp, 0) <= fetched_at_seek}
@@ -98,6 +127,9 @@ class InputFeed:
                 continue
             run.task.observe_fetch(tp, high, await consumer.position(tp), responded)
             self.health.contact()
+        verdicts = _verdicts(fetched)
+        if verdicts:
+            fetched = {tp: records[:-1] if tp in verdicts else records for tp, records in fetched.items()}
         if self.schemas is not None and not await self.schemas.ready(fetched, tasks):
             return  # stopping while the registry was away: the batch is not pushed
         records_in = 0
@@ -108,6 +140,20 @@ class InputFeed:
                 run.task.push(tp, records)
         if records_in:
             self.metrics.records_in.inc(records_in)
+        for tp, verdict in verdicts.items():
+            self._unreadable(tp, verdict)
+
+    def _unreadable(self, tp: KafkaTopicPartition, verdict: UnreadableRecords) -> None:
+        """Offsets that could not be read: stop (``none``), or the task's to trace or drop."""
+        run = self.tasks.owner(tp)
+        if run is None:
+            return  # revoked meanwhile: its next owner fetches them again
+        if not self.tolerate:
+            raise verdict
+        gone = Unreadable(verdict.first_offset, verdict.next_offset, str(verdict), verdict.data)
+        run.task.push(TopicPartition(tp.topic, tp.partition), gone)
+        self.metrics.records_in.inc()
+        log.warning("%s; passed on as errors.tolerance=all says", verdict)
 
     def apply_pause_hints(self, now_ms: int) -> None:
         """Pause partitions the tasks hold too much of; resume them once drained (backpressure)."""
@@ -118,3 +164,12 @@ class InputFeed:
                 consumer.pause(*(KafkaTopicPartition(*tp) for tp in hint.pause))
             if hint.resume:
                 consumer.resume(*(KafkaTopicPartition(*tp) for tp in hint.resume))
+
+
+def _verdicts(fetched: Fetched) -> dict[KafkaTopicPartition, UnreadableRecords]:
+    """The partitions whose list ends with the reader's verdict (one per partition at most)."""
+    return {
+        tp: records[-1]
+        for tp, records in fetched.items()
+        if records and type(records[-1]) is UnreadableRecords
+    }

@@ -10,6 +10,10 @@
   cluster — the restart would only rebalance the group and start the wait over. The sidecar gives
   up by itself once the user's bound (``delivery.timeout.ms``) is passed.
 * **unhealthy** — it has failed and is leaving (exit 1); the reason is the one line it prints.
+  Or a service outside Kafka it waits for (the schema registry) has been unusable for longer than
+  the bound the user gave (``schema.registry.unhealthy.after.ms``): the sidecar still retries,
+  but a liveness probe should now restart it and an operator should look (the Prometheus alert
+  ``TimesyncSchemaRegistryUnavailable`` says so from ``timesync_schema_registry_unavailable_seconds``).
 
 aiokafka retries a lost broker forever and quietly, so silence is the signal that something is
 wrong; any answer from the cluster clears a degradation.
@@ -36,6 +40,7 @@ class Health:
         #: A service outside Kafka the sidecar waits for (the schema registry), and since when.
         self._waiting: str | None = None
         self._waiting_since = 0.0
+        self._waiting_bound: float | None = None
 
     def started(self) -> None:
         self._started = True
@@ -52,13 +57,19 @@ class Health:
             self._degraded_since = self.clock()
         self._degraded = reason
 
-    def waiting_for(self, reason: str | None) -> None:
-        """Degraded while waiting for a service outside Kafka (``None``: it answers again).
-        Unlike :meth:`degraded`, answers from the cluster do not clear it: Kafka answering says
-        nothing about the schema registry."""
+    def waiting_for(self, reason: str | None, unhealthy_after_s: float | None = None) -> None:
+        """Degraded while waiting for a service outside Kafka (``None``: it answers again), and
+        unhealthy once the wait is longer than ``unhealthy_after_s`` (``None``: never). Unlike
+        :meth:`degraded`, answers from the cluster do not clear it: Kafka answering says nothing
+        about the schema registry."""
         if reason is not None and self._waiting is None:
             self._waiting_since = self.clock()
         self._waiting = reason
+        self._waiting_bound = unhealthy_after_s
+
+    def waiting_seconds(self) -> float:
+        """How long the current wait for a service outside Kafka has lasted (0 when none)."""
+        return self.clock() - self._waiting_since if self._waiting is not None else 0.0
 
     def failed(self, reason: str) -> None:
         self._failed = reason
@@ -70,7 +81,14 @@ class Health:
             return "starting", self._degraded or "connecting to Kafka"
         now = self.clock()
         if self._waiting is not None:
-            return "degraded", f"{self._waiting} (for {now - self._waiting_since:.0f} s; retrying)"
+            waited = now - self._waiting_since
+            if self._waiting_bound is not None and waited > self._waiting_bound:
+                return (
+                    "unhealthy",
+                    f"{self._waiting} (for {waited:.0f} s, longer than the {self._waiting_bound:.0f} s "
+                    "allowed; still retrying)",
+                )
+            return "degraded", f"{self._waiting} (for {waited:.0f} s; retrying)"
         if self._degraded is not None:
             return "degraded", f"{self._degraded} (for {now - self._degraded_since:.0f} s; retrying)"
         quiet = now - self._last_contact

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics, generate_latest
@@ -59,6 +59,11 @@ class LatenessHistogram(Collector):
         yield family
 
 
+def _per_partition(name: str, documentation: str, registry: CollectorRegistry) -> Gauge:
+    """A gauge with a series per input partition (labels ``topic``, ``partition``)."""
+    return Gauge(name, documentation, ["topic", "partition"], registry=registry)
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -86,27 +91,7 @@ class Metrics:
         #: Per task: the core's drop and restamp counts already added to the counters above.
         self._counted: dict[str, dict[tuple[str, str], int]] = {}
         self.heartbeats = Counter("timesync_heartbeats", "Watermark control records written", registry=r)
-        self.lag = Gauge(
-            "timesync_consumer_lag",
-            "Records on the broker not fetched yet",
-            ["topic", "partition"],
-            registry=r,
-        )
-        self.buffered = Gauge(
-            "timesync_buffered_records",
-            "Records fetched and waiting to be merged",
-            ["topic", "partition"],
-            registry=r,
-        )
-        self.paused = Gauge(
-            "timesync_partition_paused", "1 while fetching is paused", ["topic", "partition"], registry=r
-        )
-        self.idle = Gauge(
-            "timesync_partition_idle_seconds",
-            "max.task.idle.ms=auto: how long the partition is waited for once quiet, learnt from its gaps",
-            ["topic", "partition"],
-            registry=r,
-        )
+        self._partition_gauges(r)
         #: The process's, not a task's: an operator's pause holds every task and survives restarts.
         self.operator_paused = Gauge(
             "timesync_operator_paused",
@@ -119,8 +104,41 @@ class Metrics:
         self.stream_time = Gauge(
             "timesync_stream_time_seconds", "Task stream time (event time)", ["task"], registry=r
         )
+        self._registry_gauges(r)
         self.lateness = LatenessHistogram()
         r.register(self.lateness)
+
+    def _partition_gauges(self, r: CollectorRegistry) -> None:
+        """The series per input partition."""
+        self.lag = _per_partition("timesync_consumer_lag", "Records on the broker not fetched yet", r)
+        self.buffered = _per_partition(
+            "timesync_buffered_records", "Records fetched and waiting to be merged", r
+        )
+        self.paused = _per_partition("timesync_partition_paused", "1 while fetching is paused", r)
+        self.idle = _per_partition(
+            "timesync_partition_idle_seconds",
+            "max.task.idle.ms=auto: how long the partition is waited for once quiet, learnt from its gaps",
+            r,
+        )
+
+    def _registry_gauges(self, r: CollectorRegistry) -> None:
+        """The schema registry's unavailability, as the health sees it."""
+        #: Read when scraped, from the health (:meth:`watch_registry`): 0 while nothing waits.
+        self.registry_unavailable = Gauge(
+            "timesync_schema_registry_unavailable_seconds",
+            "How long fetched records have been waiting for an unusable schema registry (0: none wait)",
+            registry=r,
+        )
+        self.registry_unhealthy_after = Gauge(
+            "timesync_schema_registry_unhealthy_after_seconds",
+            "schema.registry.unhealthy.after.ms in seconds: past it /healthz is unhealthy (0: never)",
+            registry=r,
+        )
+
+    def watch_registry(self, waited: Callable[[], float], unhealthy_after_s: float | None) -> None:
+        """Report the registry's unavailability from ``waited`` (seconds, read at each scrape)."""
+        self.registry_unavailable.set_function(waited)
+        self.registry_unhealthy_after.set(unhealthy_after_s or 0)
 
     def observe_task(self, task: str, snapshot: Mapping[str, Any], incarnation: int = 0) -> None:
         """Gauges from a task snapshot, and the drops and restamps the core counts at push (an

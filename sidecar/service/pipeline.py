@@ -47,12 +47,12 @@ from sidecar.kafka import fetch_hook
 from sidecar.kafka.clients import MAX_FETCH_WAIT_MS, ClientFactory, KafkaClients, close_quietly, connect
 from sidecar.output.encoder import native_available
 from sidecar.registry.client import RegistryRefusedError
-from sidecar.service import claim
 from sidecar.service.context import StartContext
 from sidecar.service.delivery import make_delivery
 from sidecar.service.error_handler import ErrorHandler
 from sidecar.service.failures import CLIENT_ERRORS, SETUP_ERRORS, Phase
 from sidecar.service.fetch import InputFeed
+from sidecar.service.grouping import grouping_of
 from sidecar.service.health import Health
 from sidecar.service.metrics import Metrics
 from sidecar.service.rebalance import Rebalancer
@@ -96,7 +96,14 @@ class Pipeline:
     ) -> None:
         errors = ErrorHandler(control, config)
         self.ctx = ctx = StartContext(
-            config, control, errors, metrics, health, clock, clients or KafkaClients(config)
+            config,
+            control,
+            errors,
+            metrics,
+            health,
+            clock,
+            clients or KafkaClients(config),
+            grouping_of(config),
         )
         self.config, self.control, self.errors = config, control, errors
         self.metrics, self.health, self.clock = metrics, health, clock
@@ -177,10 +184,8 @@ class Pipeline:
             cfg = self.config
             await connect(admin.start(), "the admin client", cfg.bootstrap_servers)
             layout = await prepare_topics(admin, cfg)
-            if cfg.task_grouping == "single":
-                guard = cfg.task_grouping_single_guard
-                committed = await claim.check(admin, cfg.effective_group_id, self.clock(), guard)
-                self.delivery.remember_committed(committed)
+            committed = await self.ctx.grouping.committed_at_start(admin, cfg, self.clock())
+            self.delivery.remember_committed(committed)
             return layout
         finally:
             await close_quietly(admin.close(), self._close_failed)
@@ -288,6 +293,8 @@ class Pipeline:
     async def _close(self) -> None:
         if self._consumer is not None:
             await close_quietly(self._consumer.stop(), self._close_failed)
+        if self._feed is not None and self._feed.schemas is not None:  # the registry's session
+            await close_quietly(self._feed.schemas.close(), self._close_failed)
         await self.delivery.close(list(self.tasks))
 
     def _close_failed(self, error: BaseException) -> None:
@@ -344,7 +351,7 @@ class Pipeline:
     @property
     def spare(self) -> bool:
         """A replica of a group that has no task for it (more replicas than tasks)."""
-        return self.config.task_grouping == "partition" and not self.tasks and self.control.running
+        return self.ctx.grouping.spare(len(self.tasks)) and self.control.running
 
     async def _probe_cluster(self) -> None:
         """A spare gets no fetch responses and writes nothing: a metadata round trip tells its

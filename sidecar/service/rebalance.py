@@ -1,9 +1,10 @@
 """Assignment: which tasks this replica runs, at start and through consumer-group rebalances.
 
-With ``task.grouping=single`` the replica assigns itself every input partition (one task; no
-group membership, only the group's committed offsets). With ``partition`` it subscribes to the
-inputs with the task assignor (:mod:`sidecar.kafka.assignor`), which deals whole tasks to the
-group's members, and :class:`Rebalancer` takes tasks on and hands them back:
+The task grouping (:mod:`sidecar.service.grouping`) says how: with ``task.grouping=single`` the
+replica assigns itself every input partition (one task; no group membership, only the group's
+committed offsets). With ``partition`` it subscribes to the inputs with the task assignor
+(:mod:`sidecar.kafka.assignor`), which deals whole tasks to the group's members, and
+:class:`Rebalancer` takes tasks on and hands them back:
 
 * **revoked** — hand the tasks back: finish their writes and commit what is safe
   (:meth:`Delivery.hand_back <sidecar.service.delivery.Delivery.hand_back>`; under exactly-once,
@@ -64,18 +65,22 @@ class Rebalancer(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka s
         return self.tasks.add(name, partitions, out_partition, self.delivery.attach(name))
 
     async def assign(self, restarting: bool) -> None:
-        """The start's assignment: every partition (``single``) or a group subscription."""
-        consumer = self.feed.consumer
-        cfg = self.ctx.config
-        if cfg.task_grouping == "single":
-            parts = self.tasks.layout.all_input_partitions()
-            run = self._add("0", parts, out_partition=0)
-            # Before the consumer reads the committed offsets: fence a previous run, complete its
-            # last transaction.
-            await self.delivery.open([run], Phase.RESTART if restarting else Phase.START)
-            consumer.assign([KafkaTopicPartition(*tp) for tp in parts])
-        else:
-            consumer.subscribe(cfg.topics, listener=self)
+        """The start's assignment, as the task grouping takes it: every partition at once, or a
+        group subscription (:meth:`TaskGrouping.assign <sidecar.service.grouping.TaskGrouping.assign>`)."""
+        await self.ctx.grouping.assign(self, restarting)
+
+    async def assign_every_partition(self, restarting: bool) -> None:
+        """Take the tasks of every input partition, with no consumer group."""
+        parts = self.tasks.layout.all_input_partitions()
+        runs = [self._add(name, tps, out) for name, (tps, out) in self.ctx.grouping.tasks(parts).items()]
+        # Before the consumer reads the committed offsets: fence a previous run, complete its
+        # last transaction.
+        await self.delivery.open(runs, Phase.RESTART if restarting else Phase.START)
+        self.feed.consumer.assign([KafkaTopicPartition(*tp) for tp in parts])
+
+    def subscribe(self) -> None:
+        """Join the consumer group: tasks come and go with its rebalances (the callbacks below)."""
+        self.feed.consumer.subscribe(self.ctx.config.topics, listener=self)
 
     async def on_partitions_revoked(self, revoked: set[KafkaTopicPartition]) -> None:
         async with self.lock:
@@ -96,22 +101,16 @@ class Rebalancer(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka s
         async with self.lock:
             if not control.running:
                 return  # leaving: starting producers now would only fence the tasks' next owners
-            by_index: dict[int, list[TopicPartition]] = {}
-            for tp in assigned:
-                by_index.setdefault(tp.partition, []).append(TopicPartition(tp.topic, tp.partition))
-            new = [
-                self._add(str(index), sorted(parts), out_partition=index)
-                for index, parts in sorted(by_index.items())
-                if str(index) not in self.tasks
-            ]
+            formed = self.ctx.grouping.tasks(TopicPartition(tp.topic, tp.partition) for tp in assigned)
+            new = [self._add(name, tps, out) for name, (tps, out) in formed.items() if name not in self.tasks]
             if new:
                 await self.delivery.open(new, Phase.ASSIGN)
             if new and control.running:
                 await self._seek_committed(
                     self.feed.consumer, [tp for run in new for tp in run.task.partitions]
                 )
-            if by_index:
-                log.info("tasks assigned: %s", ", ".join(str(i) for i in sorted(by_index)))
+            if formed:
+                log.info("tasks assigned: %s", ", ".join(formed))
 
     async def _seek_committed(self, consumer: AIOKafkaConsumer, partitions: list[TopicPartition]) -> None:
         tps = [KafkaTopicPartition(*tp) for tp in partitions]

@@ -1,11 +1,12 @@
 """``/status``: one JSON document that answers "why is my join stalled?".
 
 Per task: readiness, watermark, stream time, counts and ``blocked_by`` — each partition holding
-the task back and why (from the core's snapshot). Beside the tasks, the output side: batches in
-flight, the write or commit the pipeline waits in and, when the delivery writes in transactions,
-each task's transaction — because a pipeline waiting on its output fetches nothing, and its merge
-buffers then look healthy. ``output.blocked`` says so in one line once a wait passes
-``BLOCKED_AFTER_MS``.
+the task back and why — and per partition since when it has been quiet (``quiet_since``) and
+when it stops holding the task back (``passes_at``), all from the core's snapshot. Beside the
+tasks, the output side: batches in flight, the write or commit the pipeline waits in and, when
+the delivery writes in transactions, each task's transaction — because a pipeline waiting on its
+output fetches nothing, and its merge buffers then look healthy. ``output.blocked`` says so in
+one line once a wait passes ``BLOCKED_AFTER_MS``.
 
 It reads one start through :class:`Observed`, the few things ``/status`` shows, not the pipeline.
 """

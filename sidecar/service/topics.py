@@ -32,6 +32,7 @@ from sidecar.kafka.admin import (
     wait_for_partitions,
 )
 from sidecar.output.writer import MAX_MESSAGE_BYTES
+from sidecar.service.grouping import grouping_of
 
 log = logging.getLogger("timesync")
 
@@ -64,18 +65,13 @@ class TopicLayout:
         return output_partition % self.side_partitions.get(topic, 1)
 
 
-def tasks_needed(config: SidecarConfig, input_partitions: Mapping[str, int]) -> int:
-    """Output partitions ``task.grouping`` needs: 1, or one per task (the most input partitions)."""
-    return 1 if config.task_grouping == "single" else max(input_partitions.values())
-
-
 async def prepare_topics(admin: AIOKafkaAdminClient, config: SidecarConfig) -> TopicLayout:
     """Check the inputs exist, create missing outputs, read the layout (see the module docstring)."""
     inputs = await describe_partitions(admin, config.topics)
     missing = [t for t in config.topics if t not in inputs]
     if missing:
         raise AdminError(f"input topic(s) {', '.join(missing)} do not exist on {config.bootstrap_servers}")
-    needed = tasks_needed(config, inputs)
+    needed = grouping_of(config).output_partitions(inputs)
     big = {"max.message.bytes": str(MAX_MESSAGE_BYTES)}
     side = [t for t in (config.errors_deadletterqueue_topic_name, config.late_topic) if t]
     written = [config.output_topic, *side]

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from bench.goals import join_goals, suppress_goals
-from bench.report import join_goal_lines
+from bench.report_goals import join_rows
 from bench.spark_state import active_phase, remember_events
 
 
@@ -91,7 +91,7 @@ def test_the_join_goals_compare_its_rate_with_aggregate_and_its_remembered_keys_
     rate, kept = goals["spark_join_rate_vs_aggregate"], goals["spark_join_keys_remembered"]
     assert (rate["ratio"], rate["met"]) == (1.1, True)
     assert (kept["ratio"], kept["state_rows_ratio"], kept["met"]) == (0.9, 1.2, True)
-    lines = join_goal_lines(goals, {True: "yes", False: "**no**", None: "–"})
+    lines = join_rows(goals)
     assert lines[0].startswith(
         "| Spark join records/s ≥ 1.0× aggregate's | 1.1× (11,000 vs 10,000 records/s) | yes |"
     )

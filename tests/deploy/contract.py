@@ -45,6 +45,9 @@ CONFIG_DEFAULTS: dict[str, str] = {
     "security.protocol": "",
     "schema.registry.url": "",
     "schema.registry.ssl.cafile": "",
+    "schema.registry.missing.id.ttl.ms": "10000",
+    "schema.registry.max.new.ids.per.fetch": "500",
+    "schema.registry.unhealthy.after.ms": "300000",
 }
 CONFIG_KEYS = frozenset(CONFIG_DEFAULTS)
 # Secrets: never in a ConfigMap or values.yaml; they come from a Secret as TIMESYNC_* variables.

@@ -19,6 +19,8 @@ import yaml
 
 from sidecar import cli as sidecar_cli
 from sidecar.config import KEYS
+from sidecar.config import listing as config_listing
+from sidecar.config.surface import key_docs
 from sidecar.offsets import cli as offsets_cli
 from sidecar.offsets.plan import PlanError
 from spark_consumer import cli as spark_cli
@@ -39,6 +41,9 @@ def problem(command: CommandLine) -> str | None:
             if command.program == SIDECAR and argv[:1] == ["offsets"]:  # its own command
                 offsets_args = offsets_cli.build_parser().parse_args(argv[1:])
                 offsets_cli._goal(offsets_args)
+            elif command.program == SIDECAR and argv[:1] == ["config"]:  # the key listing
+                listing_args = config_listing.build_parser().parse_args(argv[1:])
+                config_listing.chosen(key_docs(), listing_args.keys)
             elif command.program == SIDECAR:
                 args = sidecar_cli.build_parser().parse_args(argv)
                 unknown = [s.partition("=")[0] for s in args.set if s.partition("=")[0].strip() not in KEYS]
@@ -54,7 +59,7 @@ def problem(command: CommandLine) -> str | None:
             if e.code == 0 and ("--help" in argv or "-h" in argv or "--version" in argv):
                 return None
             return f"exit {e.code}: {err.getvalue().strip()}"
-        except (UsageError, PlanError) as e:
+        except (UsageError, PlanError, ValueError) as e:
             return f"usage error: {e}"
     return None
 

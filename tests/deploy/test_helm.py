@@ -9,6 +9,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from sidecar.config import load_config
 from tests.deploy import command_lines
 from tests.deploy.conftest import CHART, parse_properties, run
 from tests.deploy.contract import CONFIG_DEFAULTS
@@ -124,6 +125,33 @@ def test_overrides_reach_the_file_as_written(helm: str, tmp_path: Path) -> None:
     assert config["watermark.window.ms"] == "600000000"  # not 6e+08
     assert config["sasl.mechanism"] == "PLAIN"
     assert config["errors.deadletterqueue.topic.name"] == "orders.dlq"
+
+
+@pytest.mark.parametrize("spec", ["avro:meta.ts", "protobuf:event.at:us", "json:meta.ts:iso"])
+def test_every_extractor_form_lints_renders_and_the_sidecar_loads_it(
+    helm: str, tmp_path: Path, spec: str
+) -> None:
+    extra = {
+        "config": {"timestamp.extractor": spec},
+        "schemaRegistry": {"url": "http://apicurio:8080/apis/ccompat/v7"},
+    }
+    values = write_values(tmp_path, extra)
+    lint = run([helm, "lint", "--strict", str(CHART), "-f", str(values)])
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    code, docs, err = template(helm, values)
+    assert code == 0, err
+    properties = tmp_path / "timesync.properties"
+    properties.write_text(kinds(docs)["ConfigMap"]["data"]["timesync.properties"])
+    config = load_config(properties, [], {"TIMESYNC_HTTP_AUTH_TOKEN": "t"})
+    assert config.timestamp_extractor == spec
+    assert config.schema_registry_url == "http://apicurio:8080/apis/ccompat/v7"
+
+
+@pytest.mark.parametrize("spec", ["xml:ts", "avro:", "json:ts:min"])
+def test_an_extractor_the_sidecar_refuses_fails_at_render(helm: str, tmp_path: Path, spec: str) -> None:
+    code, _, err = template(helm, write_values(tmp_path, {"config": {"timestamp.extractor": spec}}))
+    assert code != 0
+    assert "timestamp.extractor" in err
 
 
 def test_config_change_rolls_the_pods(helm: str, tmp_path: Path) -> None:
@@ -251,8 +279,6 @@ def pod_env(docs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def test_the_chart_generates_the_http_token_into_a_secret_the_pod_reads(helm: str, tmp_path: Path) -> None:
     import base64
-
-    from sidecar.config import load_config
 
     code, docs, err = template(helm, write_values(tmp_path))
     assert code == 0, err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -10,16 +11,29 @@ import jsonschema
 import pytest
 import yaml
 
+from deploy.helm.values_schema import expected_text
+from sidecar.config.surface import key_docs
 from tests.deploy.conftest import CHART
 from tests.deploy.contract import CONFIG_DEFAULTS, CONFIG_KEYS, PASSTHROUGH_PREFIXES, SECRET_KEYS
 
 
+@functools.cache
+def _values_text() -> str:
+    return (CHART / "values.yaml").read_text()
+
+
 def values() -> dict[str, Any]:
-    return yaml.safe_load((CHART / "values.yaml").read_text())
+    return yaml.safe_load(_values_text())
 
 
 def schema() -> dict[str, Any]:
     return json.loads((CHART / "values.schema.json").read_text())
+
+
+@functools.cache
+def config_validator() -> jsonschema.Draft7Validator:
+    """The chart schema's validator of ``.Values.config``."""
+    return jsonschema.Draft7Validator(schema()["properties"]["config"])
 
 
 def test_values_list_every_config_key_and_nothing_else() -> None:
@@ -53,8 +67,66 @@ def test_values_cover_image_resources_probes_and_service_monitor() -> None:
 def test_schema_knows_every_key_and_accepts_the_defaults() -> None:
     s = schema()
     jsonschema.Draft7Validator.check_schema(s)
-    assert set(s["properties"]["config"]["properties"]) == CONFIG_KEYS
+    assert set(s["properties"]["config"]["properties"]) == {d.key for d in key_docs() if not d.secret}
+    assert set(s["properties"]["config"]["properties"]) >= CONFIG_KEYS
     jsonschema.validate(values(), s)
+
+
+def test_the_committed_schema_is_generated_from_the_config_model() -> None:
+    assert (CHART / "values.schema.json").read_text() == expected_text(), (
+        "stale: run python -m deploy.helm.values_schema"
+    )
+
+
+@functools.cache
+def _default_config() -> dict[str, Any]:
+    config: dict[str, Any] = values()["config"]
+    return config
+
+
+def config_accepts(key: str, value: object) -> bool:
+    """Whether the chart takes values.yaml's config with ``key`` set to ``value``."""
+    return config_validator().is_valid({**_default_config(), key: value})
+
+
+def test_the_chart_accepts_every_value_of_every_literal_and_nothing_near_it() -> None:
+    for doc in key_docs():
+        if doc.secret or "enum" not in doc.schema:
+            continue
+        for value in doc.schema["enum"]:
+            assert config_accepts(doc.key, value), (doc.key, value)
+            assert not config_accepts(doc.key, value.swapcase()), (doc.key, value)
+            assert not config_accepts(doc.key, value + "x"), (doc.key, value)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["record", "json:ts", "json:meta.ts:iso", "avro:meta.ts", "avro:event.at:us", "protobuf:meta.ts:s"],
+)
+def test_the_chart_accepts_every_extractor_form_the_sidecar_accepts(spec: str) -> None:
+    from sidecar.config import load_config
+
+    assert config_accepts("timestamp.extractor", spec)
+    sets = [
+        "bootstrap.servers=k:9092",
+        "input.topics=a",
+        "output.topic=o",
+        "schema.registry.url=http://r:8081",
+    ]
+    load_config(None, [*sets, f"timestamp.extractor={spec}"], environ={})
+
+
+def test_the_values_comments_list_what_the_sidecar_accepts() -> None:
+    """A comment ``# a | b | c`` after a key in values.yaml names exactly what the key accepts."""
+    accepts = {d.key: d.accepts for d in key_docs()}
+    listed = {}
+    for line in (CHART / "values.yaml").read_text().splitlines():
+        match = re.fullmatch(r"  ([a-z0-9.]+): \S+ +# (\S+ \| .*)", line)
+        if match:
+            listed[match[1]] = tuple(re.split(r",| \(", match[2])[0].split(" | "))
+    assert {"timestamp.extractor", "watermark.policy", "processing.guarantee"} <= set(listed)
+    for key, alternatives in listed.items():
+        assert alternatives == accepts[key], key
 
 
 @pytest.mark.parametrize(
@@ -65,8 +137,14 @@ def test_schema_knows_every_key_and_accepts_the_defaults() -> None:
         ("timestamp.extractor", "json"),
         ("late.records", "topic:"),
         ("watermark.policy", "perfect"),
+        ("timestamp.extractor", "xml:ts"),
+        ("timestamp.extractor", "avro:meta..ts"),
+        ("processing.guarantee", "exactly_once"),
+        ("errors.deadletterqueue.max.ratio", 0),
+        ("compression.gzip.level", 0),
         ("max.task.idle", 5),
         ("ssl", "x"),
+        ("ssl.protocol", "TLSv1.3"),  # not a key of the sidecar, which would refuse it at start
         # secrets never go into the ConfigMap
         ("sasl.password", "x"),
         ("ssl.password", "x"),
@@ -87,8 +165,11 @@ def test_schema_rejects_bad_values_and_unknown_keys(key: str, value: object) -> 
         ("max.task.idle.ms", "max"),
         ("max.task.idle.ms", -1),
         ("timestamp.extractor", "json:meta.ts:iso"),
+        ("timestamp.extractor", "avro:meta.ts"),
+        ("timestamp.extractor", "protobuf:event.at:us"),
         ("late.records", "topic:late"),
         ("sasl.mechanism", "SCRAM-SHA-512"),
+        ("ssl.cafile", "/etc/timesync/tls/ca.crt"),
     ],
 )
 def test_schema_accepts_the_documented_forms(key: str, value: object) -> None:
@@ -102,6 +183,12 @@ def test_the_contract_here_matches_the_sidecars_own_config_model() -> None:
 
     own = {k for k in KEYS if not k.startswith(PASSTHROUGH_PREFIXES) and k not in SECRET_KEYS}
     assert own == CONFIG_KEYS, "a key was added to or removed from sidecar/config/model.py: update the chart"
+    defaults = {d.key: d.default or "" for d in key_docs()}
+    # The image and the chart listen on every interface; security.protocol is left to the user.
+    differ = {"http.host", "security.protocol"}
+    assert {k: v for k, v in CONFIG_DEFAULTS.items() if k not in differ} == {
+        k: defaults[k] for k in CONFIG_DEFAULTS if k not in differ
+    }
 
 
 def test_chart_pod_templates_turn_service_links_off() -> None:

@@ -251,19 +251,29 @@ def test_the_sdist_holds_the_encoder_source_and_the_licence(dist: Dist) -> None:
         "LICENSE",
         "sidecar/output/_stamp_encoder.pyx",
         "sidecar/kafka/_fetched.pyx",
-        "sidecar/kafka/_fetched.pxd",
+        "sidecar/kafka/_records.pyx",
+        "sidecar/kafka/_records.pxd",
         "sidecar/formats/_avro_plan.pyx",
         "sidecar/_zigzag.pxd",
+        "timesync_wire/formats/_json_scan.pyx",
+        "timesync_wire/formats/_json_tokens.pxd",
+        "timesync_wire/formats/_protobuf_plan.pyx",
+        "timesync_wire/formats/_wire_reads.pxd",
         "spark_consumer/log4j2.properties",
     ):
         assert f"{top}/{needed}" in names
 
 
-def test_the_wheel_ships_sidecar_and_spark_consumer_only(dist: Dist) -> None:
+def test_the_wheel_ships_the_wire_layer_sidecar_and_spark_consumer_only(dist: Dist) -> None:
     import zipfile
 
     names = zipfile.ZipFile(dist.wheel).namelist()
-    assert {n.split("/")[0] for n in names} == {"sidecar", "spark_consumer", "timesync-0.1.0.dist-info"}
+    assert {n.split("/")[0] for n in names} == {
+        "timesync_wire",
+        "sidecar",
+        "spark_consumer",
+        "timesync-0.1.0.dist-info",
+    }
     assert any(n.startswith("sidecar/output/_stamp_encoder.") and n.endswith(".so") for n in names)
     assert "timesync-0.1.0.dist-info/licenses/LICENSE" in names
 
@@ -274,6 +284,12 @@ def test_both_console_scripts_run_from_a_fresh_venv(sidecar_venv: Path, root: Ro
     assert version.stdout.strip() == "timesync 0.1.0"
     usage = checked([str(sidecar_venv / "bin" / "timesync-spark"), "--help"], env=env, cwd=root.path)
     assert "aggregate" in usage.stdout
+    # The keys' meanings are their fields' docstrings: read from the installed sources, not the checkout.
+    keys = checked(
+        [str(sidecar_venv / "bin" / "timesync-sidecar"), "config", "max.task.idle.ms"], env=env, cwd=root.path
+    )
+    assert "-1, 0, N, max, auto" in keys.stdout
+    assert "learnt per partition" in keys.stdout
     # The compiled encoder, not the pure-Python fallback, and from the venv, not the checkout.
     where = checked(
         [

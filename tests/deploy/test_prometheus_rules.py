@@ -33,7 +33,7 @@ def promtool() -> str:
 def test_promtool_accepts_the_rules() -> None:
     result = run([promtool(), "check", "rules", str(RULES)])
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 7 rules found" in result.stdout
+    assert "SUCCESS: 8 rules found" in result.stdout
 
 
 def test_each_alert_fires_when_it_should_and_not_for_its_look_alike() -> None:
@@ -55,6 +55,7 @@ def test_every_alert_has_a_rule_test() -> None:
         "TimesyncLagGrowing",
         "TimesyncEnforcedProcessingHigh",
         "TimesyncDeadLetterRatioNearCap",
+        "TimesyncSchemaRegistryUnavailable",
     }
 
 

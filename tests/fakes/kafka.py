@@ -44,6 +44,7 @@ from aiokafka.structs import ConsumerRecord, OffsetAndMetadata, TopicPartition
 
 from sidecar.config import SidecarConfig
 from sidecar.core.stamping import (
+    ERRORS_LAST_OFFSET,
     ERRORS_OFFSET,
     ERRORS_PARTITION,
     ERRORS_TOPIC,
@@ -52,6 +53,7 @@ from sidecar.core.stamping import (
     SOURCE_TOPIC,
 )
 from sidecar.kafka.assignor import deal_tasks
+from sidecar.kafka.unreadable import UnreadableRecords
 
 OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
 
@@ -128,6 +130,11 @@ class FakeCluster:
         self.failures: list[BaseException] = []
         #: While False, nothing connects and nothing is delivered (a broker outage).
         self.up = True
+        #: Offsets no consumer can read, by partition, as (first, next): the hooked reader's
+        #: verdict ends a fetch that reaches them (``sidecar.kafka.unreadable``).
+        self.unreadable: dict[TopicPartition, list[tuple[int, int]]] = {}
+        #: What the next ``getmany`` raises instead of returning (a reader's failure, an ACL).
+        self.fetch_errors: list[BaseException] = []
         self.violations: list[str] = []
         self.data = asyncio.Event()
         self._queue: list[_Queued] = []
@@ -200,6 +207,9 @@ class FakeCluster:
                 source = r.source()
                 if source is not None:
                     out.add(source)
+                    last = dict(r.headers).get(ERRORS_LAST_OFFSET)  # the trace of unreadable offsets
+                    if last is not None:
+                        out.update((source[0], source[1], o) for o in range(source[2], int(last) + 1))
         return out
 
     # -- groups ----------------------------------------------------------------------------------------
@@ -376,6 +386,8 @@ class FakeConsumer:
     async def getmany(
         self, timeout_ms: int = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[Any]]:
+        if self.cluster.fetch_errors:
+            raise self.cluster.fetch_errors.pop(0)
         await self._rebalance()
         out = self._take(max_records)
         if not out and timeout_ms > 0:
@@ -399,9 +411,15 @@ class FakeConsumer:
             end = log.last_stable_offset if self.read_committed else log.high_watermark
             cap = cluster.fetch_cap
             limit = cap if isinstance(cap, int) else cluster.rng.randint(*cap)
-            records = []
+            records: list[Any] = []
             offset = position
+            gone = dict(cluster.unreadable.get(tp, ()))
             while offset < end and len(records) < min(limit, budget):
+                if offset in gone:  # as the hook hands it over: the partition's last item
+                    reason = "Invalid CRC (injected)"
+                    records.append(UnreadableRecords(tp.topic, tp.partition, offset, gone[offset], reason))
+                    offset = gone[offset]
+                    break
                 r = log.records[offset]
                 offset += 1
                 if self.read_committed and r.txn == ABORTED:

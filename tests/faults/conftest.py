@@ -152,7 +152,9 @@ class RestartableBroker:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self.launcher = load_launcher()
-        self.broker = self.launcher.start_broker(data_dir=data_dir, die_with_parent=True)
+        self.broker = self.launcher.start_broker(
+            self.launcher.BrokerSettings(data_dir=data_dir), die_with_parent=True
+        )
         self.bootstrap: str = self.broker.bootstrap
 
     def stop(self) -> None:
@@ -160,5 +162,7 @@ class RestartableBroker:
 
     def start(self) -> None:
         """Start again on the same data dir: same ports, same topics, same committed offsets."""
-        self.broker = self.launcher.start_broker(data_dir=self.data_dir, die_with_parent=True)
+        self.broker = self.launcher.start_broker(
+            self.launcher.BrokerSettings(data_dir=self.data_dir), die_with_parent=True
+        )
         assert self.broker.bootstrap == self.bootstrap

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from aiokafka.structs import ConsumerRecord
 
-from bench.peers.kafka_streams import IdleMs, KafkaStreamsPeer, PeerError, build
+from bench.peers.kafka_streams import IdleMs, KafkaStreamsPeer, PeerError, PeerSettings, build
 from sidecar.kafka.admin import TopicSpec
 from testkit.kafka_io import create_topics, produce, read_topics
 from testkit.workloads import Event
@@ -96,7 +96,7 @@ async def _run_peer(
     """Run the peer until ``expected`` records are out, stop it cleanly, return the whole output."""
     output = f"ks-peer-out-{uuid.uuid4().hex[:8]}"
     peer = KafkaStreamsPeer(
-        bootstrap, [inputs.a, inputs.b], output, idle, f"ks-peer-test-{uuid.uuid4().hex[:8]}"
+        PeerSettings(bootstrap, [inputs.a, inputs.b], output, idle, f"ks-peer-test-{uuid.uuid4().hex[:8]}")
     )
     async with peer:
         assert peer.pid > 0
@@ -165,7 +165,9 @@ async def test_start_fails_with_the_peers_reason_when_an_input_topic_is_missing(
     bootstrap: str, peer_jar: Path, inputs: Inputs
 ) -> None:
     missing = f"ks-peer-missing-{uuid.uuid4().hex[:8]}"
-    peer = KafkaStreamsPeer(bootstrap, [inputs.a, missing], f"{missing}-out", 0, f"{missing}-app")
+    peer = KafkaStreamsPeer(
+        PeerSettings(bootstrap, [inputs.a, missing], f"{missing}-out", 0, f"{missing}-app")
+    )
 
     with pytest.raises(PeerError, match=rf"exited with code 2 before READY(.|\n)*input topic '{missing}'"):
         await peer.start()
@@ -181,13 +183,15 @@ async def test_warmup_drains_other_topics_in_the_same_jvm_before_it_is_ready(
     total = len(inputs.records)
     output = f"ks-peer-out-{uuid.uuid4().hex[:8]}"
     peer = KafkaStreamsPeer(
-        bootstrap,
-        [inputs.a, inputs.b],
-        output,
-        0,
-        f"ks-peer-test-{uuid.uuid4().hex[:8]}",
-        warmup_topics=[inputs.a, inputs.b],
-        warmup_records=total,
+        PeerSettings(
+            bootstrap,
+            [inputs.a, inputs.b],
+            output,
+            0,
+            f"ks-peer-test-{uuid.uuid4().hex[:8]}",
+            warmup_topics=[inputs.a, inputs.b],
+            warmup_records=total,
+        )
     )
     async with peer:
         warmed = await read_topics(bootstrap, [f"{output}-warmup"], idle_s=0.5, timeout_s=10)

@@ -57,10 +57,16 @@ def test_quickstart_has_the_five_steps_a_newcomer_needs() -> None:
 
 
 def scratch_checkout(root: Path) -> Path:
-    """The parts of the checkout the quick start touches: the launcher is copied (it finds its
-    jars and keeps its state relative to its own path), the jars and the venv are linked."""
+    """The parts of the checkout the quick start touches: the launcher (``kafka.py`` and its
+    package) is copied (it finds its jars and keeps its state relative to its own path), the jars
+    and the venv are linked."""
     (root / "deploy" / "local").mkdir(parents=True)
     shutil.copy(REPO / "deploy" / "local" / "kafka.py", root / "deploy" / "local" / "kafka.py")
+    shutil.copytree(
+        REPO / "deploy" / "local" / "kafka_launcher",
+        root / "deploy" / "local" / "kafka_launcher",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     (root / ".cache").mkdir()
     (root / ".cache" / "jars").symlink_to((REPO / ".cache" / "jars").resolve())
     (root / ".venv").symlink_to(Path(sys.prefix))

@@ -8,8 +8,9 @@
 - A Protobuf topic whose message (the second of its file, so the framing carries message
   indexes) holds a ``google.protobuf.Timestamp`` and imports a referenced file: the same merge.
 - The registry away mid-run (a proxy in front of it closes): records with a schema id not seen
-  yet wait, health turns degraded and ``/status`` says why, nothing is dead-lettered; once the
-  registry answers again the sidecar catches up.
+  yet wait, health turns degraded and ``/status`` says why — unhealthy (500) once away for
+  longer than ``schema.registry.unhealthy.after.ms`` —, nothing is dead-lettered; once the
+  registry answers again the sidecar catches up and is healthy again.
 """
 
 from __future__ import annotations
@@ -295,6 +296,7 @@ async def test_a_registry_away_mid_run_degrades_health_dead_letters_nothing_and_
         errors_deadletterqueue_topic_name=dlq,
         max_task_idle_ms=-1,
         watermark_heartbeat_ms=0,
+        schema_registry_unhealthy_after_ms=4000,
     )
     assert len(ordered.data(await kafka_io.read_topics(bootstrap, [out], expected=50, timeout_s=60))) == 50
 
@@ -303,14 +305,25 @@ async def test_a_registry_away_mid_run_degrades_health_dead_letters_nothing_and_
     second = [(0, frame(v2, avro_body(avro_schema(2), order(2, now - DAY + 50 + i)))) for i in range(50)]
     await produce(bootstrap, src, second, create_time=now)
     deadline = time.monotonic() + 30
-    while (status := await process.status())["health"] != "degraded":
+    while (status := await process.status())["health"] == "healthy":
         assert time.monotonic() < deadline, status["message"]
         await asyncio.sleep(0.3)
     assert status["message"].startswith("schema registry unavailable ("), status["message"]
     code, health = await process.get("/healthz")
-    assert code == 200
-    assert health["status"] == "degraded"
-    await asyncio.sleep(2)  # a few retries while it is away
+    assert (code, health["status"]) in ((200, "degraded"), (500, "unhealthy"))
+    # Away for longer than schema.registry.unhealthy.after.ms: unhealthy (500), and the metric
+    # the alert reads says for how long.
+    while (code_health := await process.get("/healthz"))[0] != 500:
+        assert time.monotonic() < deadline, code_health
+        await asyncio.sleep(0.3)
+    assert code_health[1]["status"] == "unhealthy"
+    assert "longer than the 4 s allowed; still retrying" in code_health[1]["message"]
+    unavailable = [
+        float(line.split()[-1])
+        for line in (await process.metrics()).splitlines()
+        if line.startswith("timesync_schema_registry_unavailable_seconds ")
+    ]
+    assert unavailable[0] > 4
     assert len(await kafka_io.read_topics(bootstrap, [out], timeout_s=5)) == 50, "the new records wait"
     assert await kafka_io.read_topics(bootstrap, [dlq], timeout_s=3) == [], "nothing is dead-lettered"
 

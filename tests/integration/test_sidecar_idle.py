@@ -1,4 +1,5 @@
-"""KIP-695 end to end: wait for data already on the broker, idle N only for quiet partitions."""
+"""KIP-695 end to end: wait for data already on the broker, idle N only for quiet partitions,
+counted from their last arrival (a backlog waits one idle, not one per partition)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,8 @@ async def test_a_truly_quiet_partition_is_waited_for_idle_ms_then_output_flows_e
         assert blocker["topic"] == quiet
         assert blocker["reason"].startswith("idling until")
         assert status["tasks"]["0"]["records_out"] == 0
+        (waited_for,) = [p for p in status["tasks"]["0"]["partitions"] if p["topic"] == quiet]
+        assert waited_for["passes_at"] == waited_for["quiet_since"] + idle
     got = ordered.data(await kafka_io.read_topics(bootstrap, [out], expected=100, timeout_s=30))
     waited = time.monotonic() - started
 
@@ -100,3 +103,32 @@ async def test_auto_waits_the_budget_for_a_partition_it_knows_nothing_of_and_say
     assert len(got) == 100
     assert waited >= 2.0, f"output came after {waited:.1f} s, expected about 3 s (the budget)"
     assert all(o.enforced for o in got)
+
+
+async def test_a_backlog_on_12_partitions_drains_within_about_two_idles_of_the_time_at_minus_one(
+    bootstrap: str, topic_name: Callable[[str], str], sidecar: StartSidecar
+) -> None:
+    """Counted from the moment each partition's buffer runs dry (Kafka Streams' rule), the 12
+    partitions would run dry one after another and wait 11 idles (8.8 s); counted from their last
+    arrival (the fetch that brought the backlog), one."""
+    backlog = topic_name("backlog")
+    await kafka_io.create_topics(bootstrap, [TopicSpec(backlog, 12)])
+    # Record j of partition q has time 12j + q: the partitions interleave, and run dry in turn.
+    events = [Event(backlog, q, 1_000_000 + 12 * j + q, b"k", b"v", 0) for j in range(200) for q in range(12)]
+    await kafka_io.produce(bootstrap, events)
+
+    async def drain_s(idle: int) -> float:
+        out = topic_name(f"out-{idle}")
+        process = await sidecar([backlog], out, max_task_idle_ms=idle, watermark_heartbeat_ms=0)
+        started = time.monotonic()
+        got = await kafka_io.read_topics(bootstrap, [out], expected=len(events), timeout_s=60)
+        took = time.monotonic() - started
+        await process.stop()
+        stamps = [o.timestamp for o in ordered.data(got)]
+        assert stamps == sorted(e.ts for e in events), f"idle {idle}: incomplete or out of order"
+        return took
+
+    at_minus_one = await drain_s(-1)
+    at_800 = await drain_s(800)
+
+    assert at_800 <= at_minus_one + 2 * 0.8, f"{at_800:.2f} s at 800 against {at_minus_one:.2f} s at -1"

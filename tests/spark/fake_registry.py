@@ -16,16 +16,21 @@ from typing import Any
 
 
 @contextmanager
-def fake_registry(routes: dict[str, tuple[int, Any]]) -> Iterator[tuple[str, list[dict[str, str]]]]:
-    """Serve ``routes`` (path → (status, JSON body)); yields (base URL, request headers seen)."""
+def fake_registry(routes: dict[str, tuple[Any, ...]]) -> Iterator[tuple[str, list[dict[str, str]]]]:
+    """Serve ``routes`` (path → (status, JSON body or raw bytes[, headers])); yields (base URL,
+    request headers seen)."""
     seen: list[dict[str, str]] = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             seen.append({"path": self.path, **dict(self.headers.items())})
-            status, body = routes.get(self.path, (404, {"error_code": 40401, "message": "Subject not found"}))
-            data = json.dumps(body).encode()
+            status, body, *more = routes.get(
+                self.path, (404, {"error_code": 40401, "message": "Subject not found"})
+            )
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
             self.send_response(status)
+            for name, value in (more[0] if more else {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -213,7 +213,7 @@ def test_an_unknown_key_in_set_names_the_closest_known_key() -> None:
 def test_an_unknown_key_in_a_file_names_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, "c.properties", "bootstrap.server=x\n")
     assert error(path=path) == (
-        f"config error: unknown key 'bootstrap.server' (from {path}); did you mean bootstrap.servers?"
+        f"config error: unknown key 'bootstrap.server' (from {path}, line 1); did you mean bootstrap.servers?"
     )
 
 
@@ -230,7 +230,12 @@ def test_an_unknown_environment_variable_is_an_error_with_a_hint() -> None:
 
 
 def test_a_key_with_no_close_match_gets_no_hint() -> None:
-    assert error(*REQUIRED, "zzzz=1") == "config error: unknown key 'zzzz' (from --set)"
+    assert error(*REQUIRED, "zz.zz=1") == "config error: unknown key 'zz.zz' (from --set)"
+    # A single word like no key is not quoted: it may be a value in a key's place (issue 32).
+    assert error(*REQUIRED, "zzzz=1") == (
+        "config error: unknown key (from --set), not shown: a single word like no key of the sidecar "
+        "may be a misplaced value; `timesync-sidecar config` lists the keys"
+    )
 
 
 # -- bad values ---------------------------------------------------------------------------------

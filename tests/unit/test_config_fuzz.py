@@ -10,12 +10,18 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sidecar.config import ENV_NAMES, KEYS, ConfigError, SidecarConfig, load_config
+from sidecar import cli
+from sidecar.config import ENV_NAMES, KEYS, SECRET_KEYS, ConfigError, SidecarConfig, load_config
 
-FUZZ = settings(max_examples=200, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=200,
+    deadline=2000,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 REQUIRED = ["bootstrap.servers=h:1", "input.topics=a", "output.topic=o"]
 
 keys = st.one_of(st.sampled_from(sorted(KEYS)), st.text(max_size=30))
@@ -108,32 +114,77 @@ def test_any_bytes_file_gives_a_config_or_one_line(data: bytes, suffix: str) -> 
         outcome(path, REQUIRED, {})
 
 
+#: Every way a secret reaches the loader, right or wrong: each secret key from each source, typed
+#: with a space or ":" for "=", under a misspelt key, on a line of its own, as a URL's user
+#: information, after the key forgotten (issue 32, item 10).
+HOW = (
+    "set",
+    "env",
+    "properties",
+    "yaml",
+    "set-typo",
+    "set-misspelt",
+    "set-keyless",
+    "properties-lone",
+    "properties-continued",
+    "url",
+    "url-env",
+    "argv-split",
+)
+
+
+def placed(how: str, key: str, secret: str, folder: str) -> tuple[list[str], dict[str, str], Path | None]:
+    """(--set items, environment, file) that give ``secret`` to the loader the way ``how`` says."""
+    misspelt = key.replace("user.info", "userinfo").replace("password", "pasword").replace("token", "tokn")
+    items: list[str] = []
+    env: dict[str, str] = {}
+    path: Path | None = None
+    lines = {
+        "properties": f"{key} {secret}\n",
+        "properties-lone": f"{key}=x\n{secret}\n",
+        "properties-continued": f"{key}=\\\nuser:{secret}\n",
+        "yaml": f"{key}: {secret}\n",
+    }
+    if how in lines:
+        path = Path(folder) / ("c.yaml" if how == "yaml" else "c.properties")
+        path.write_text(lines[how])
+    elif how == "env":
+        env["TIMESYNC_" + key.upper().replace(".", "_")] = secret
+    elif how == "url-env":
+        env["TIMESYNC_SCHEMA_REGISTRY_URL"] = f"https://user:{secret}@h/x"
+    else:
+        items.append(
+            {
+                "set": f"{key}={secret}",
+                "set-typo": f"{key}:{secret}",
+                "set-misspelt": f"{misspelt} user:{secret}",
+                "set-keyless": f"user:{secret}",
+                "url": f"schema.registry.url=http://user:{secret}@h:8081",
+                "argv-split": secret,
+            }.get(how, "")
+        )
+    return items, env, path
+
+
 @FUZZ
 @given(
-    secret=st.from_regex(r"\Azq-secret-[A-Za-z0-9]{8}\Z"),
-    key=st.sampled_from(["sasl.password", "ssl.password"]),
-    how=st.sampled_from(["set", "env", "properties", "yaml", "set-typo"]),
+    # Secrets that look like nothing in particular: the rules must hold without the word "secret".
+    secret=st.from_regex(r"\Azq[A-Za-z0-9]{10}\Z"),
+    key=st.sampled_from(sorted(SECRET_KEYS)),
+    how=st.sampled_from(HOW),
     others=st.lists(st.builds("{}={}".format, keys, values), max_size=4),
 )
 def test_a_secret_never_appears_in_an_error_or_in_redacted(
-    secret: str, key: str, how: str, others: list[str]
+    secret: str, key: str, how: str, others: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    env: dict[str, str] = {}
-    items = REQUIRED + others
     with tempfile.TemporaryDirectory() as folder:
-        path: Path | None = None
-        if how == "set":
-            items.insert(0, f"{key}={secret}")
-        elif how == "set-typo":
-            items.insert(0, f"{key}:{secret}")
-        elif how == "env":
-            env["TIMESYNC_" + key.upper().replace(".", "_")] = secret
-        elif how == "properties":
-            path = Path(folder) / "c.properties"
-            path.write_text(f"{key} {secret}\n")
+        items, env, path = placed(how, key, secret, folder)
+        if how == "argv-split":  # --set KEY SECRET unquoted: the shell splits it
+            argv = ["--set", key, secret, *(a for item in others for a in ("--set", item))]
+            with pytest.raises(SystemExit):
+                cli.main(argv)
+            shown = capsys.readouterr().err
         else:
-            path = Path(folder) / "c.yaml"
-            path.write_text(f"{key}: {secret}\n")
-        result = outcome(path, items, env)
-    shown = str(result.redacted()) if isinstance(result, SidecarConfig) else result
+            result = outcome(path, items + REQUIRED + others, env)
+            shown = str(result.redacted()) if isinstance(result, SidecarConfig) else result
     assert secret not in shown

@@ -14,8 +14,8 @@ from typing import Any
 
 from sidecar.core import stamping
 from sidecar.kafka.assignor import TaskAssignor
-from sidecar.kafka.transactions import transactional_id
 from sidecar.service import claim
+from sidecar.service.grouping import GROUPINGS
 from sidecar.service.metrics import Metrics
 from tests.fakes.kafka import FakeCluster
 from tests.unit.service.harness import OUT, config, sidecar, sources
@@ -54,8 +54,8 @@ def test_the_heartbeat_format_is_what_the_sidecar_writes() -> None:
 
 def test_transactional_ids_and_assignor_name() -> None:
     text = section("Names in the cluster")
-    assert transactional_id("g", "single", "0") == "g-txn"
-    assert transactional_id("g", "partition", "3") == "g-txn-3"
+    assert GROUPINGS["single"].transactional_id("g", "0") == "g-txn"
+    assert GROUPINGS["partition"].transactional_id("g", "3") == "g-txn-3"
     assert "`<group.id>-txn` with `task.grouping=single`; `<group.id>-txn-<task>` with `partition`" in text
     assert f"`{TaskAssignor.name}`" in text
     default = config(["a"]).effective_group_id

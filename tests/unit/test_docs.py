@@ -1,4 +1,7 @@
-"""The user documentation keeps up with the code: every config key and metric is documented."""
+"""The user documentation keeps up with the code: every config key and metric is documented.
+
+The key table of docs/sidecar.md is generated from the config model; the tests below also read
+it as a reader would (every key a row, every default as the model has it)."""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ import re
 from pathlib import Path
 
 from sidecar.config import KEYS, SidecarConfig, key_of
+from sidecar.config.listing import markdown, with_table
+from sidecar.config.surface import key_docs
 from sidecar.service.metrics import Metrics
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "sidecar.md"
@@ -22,6 +27,14 @@ def documented_keys() -> set[str]:
     for row in re.findall(r"^\| (`[^|]+`) \|", configuration_section(), flags=re.M):
         keys.update(re.findall(r"`([a-z0-9.]+)`", row))
     return keys
+
+
+def test_the_configuration_table_is_the_one_generated_from_the_model() -> None:
+    """The key table is written by ``timesync-sidecar config --format markdown --update
+    docs/sidecar.md`` (``make config-surface``), from the model alone."""
+    assert with_table(DOCS.read_text(), markdown(key_docs())) == DOCS.read_text(), (
+        "stale: run make config-surface"
+    )
 
 
 def test_every_config_key_is_in_the_configuration_table() -> None:

@@ -25,6 +25,7 @@ from aiokafka.structs import TopicPartition
 
 from sidecar.kafka import fetch_hook
 from sidecar.kafka._fetched import FetchedRecord, PartitionReader
+from sidecar.kafka.unreadable import UnreadableRecords
 
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 FIELDS = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers")
@@ -104,6 +105,19 @@ def response() -> tuple[bytes, list[tuple[int, int]]]:
     return b"".join(parts), aborted
 
 
+def served(data: bytes, start: int) -> bytes:
+    """What a broker sends for a fetch at ``start``: from the batch holding it on (aiokafka's
+    reader would go back to the end of an earlier batch; a broker never sends one)."""
+    at = 0
+    while at < len(data):
+        (base, length) = struct.unpack_from(">qi", data, at)
+        (last_delta,) = struct.unpack_from(">i", data, at + 23)
+        if base + last_delta >= start:
+            break
+        at += 12 + length
+    return data[at:]
+
+
 def fields(record: object) -> tuple[object, ...]:
     return tuple(getattr(record, f) for f in FIELDS)
 
@@ -128,6 +142,7 @@ def reader(
 @pytest.mark.parametrize("start", [0, 3, 8, 15, 47])
 def test_the_reader_reads_what_aiokafka_reads(isolation: int, start: int, native: bool) -> None:
     data, aborted = response()
+    data = served(data, start)
     expected = reference(data, aborted, start, isolation)
     ours = reader(data, aborted, start, isolation, native)
     steps = 0
@@ -147,7 +162,7 @@ def test_the_reader_reads_what_aiokafka_reads(isolation: int, start: int, native
         assert not any(
             r.key and r.key.startswith(b"aborted") for r in reader(data, aborted, start, isolation)
         )
-    else:
+    elif start <= 15:  # the aborted transaction's records are offsets 12-15
         assert any(r.key and r.key.startswith(b"aborted") for r in reader(data, aborted, start, isolation))
 
 
@@ -168,7 +183,10 @@ def test_take_gives_the_same_records_in_chunks_and_stops_exactly_at_the_limit(
 
 
 @pytest.mark.parametrize("native", [True, False])
-def test_a_corrupt_batch_fails_like_aiokafka_and_ends_the_reader(native: bool) -> None:
+def test_a_corrupt_batch_is_a_verdict_naming_its_offsets_and_the_reader_moves_past_it(native: bool) -> None:
+    """aiokafka raises and stays before the batch (every fetch meets it again); the reader's
+    verdict names the offsets it cannot read, carries the batch's bytes, and ends the reader
+    with the position after them."""
     first, second = batch(0, plain(3, "ok")), bytearray(batch(3, plain(3, "bad")))
     second[-1] ^= 0xFF
     data = first + bytes(second)
@@ -177,11 +195,20 @@ def test_a_corrupt_batch_fails_like_aiokafka_and_ends_the_reader(native: bool) -
     assert [fields(r) for r in ours.take(3)] == [fields(next(expected)) for _ in range(3)]
     with pytest.raises(CorruptRecordException, match="Invalid CRC"):
         next(expected)
-    with pytest.raises(CorruptRecordException, match="Invalid CRC"):
+    with pytest.raises(UnreadableRecords, match=r"cannot read clicks\[4\] at offsets 3-5: Invalid CRC") as e:
         ours.take(10)
+    assert isinstance(e.value, CorruptRecordException)
+    assert (e.value.topic, e.value.partition, e.value.first_offset, e.value.next_offset) == (
+        "clicks",
+        4,
+        3,
+        6,
+    )
+    assert e.value.data == (bytes(second) if native else None)
     assert ours.exhausted
     assert ours.take(10) == []
-    assert ours.next_fetch_offset == expected.next_fetch_offset == 3
+    assert ours.next_fetch_offset == 6
+    assert expected.next_fetch_offset == 3
 
 
 @pytest.mark.parametrize("native", [True, False])
@@ -195,20 +222,33 @@ def test_a_batch_whose_record_count_lies_is_corrupt_for_both(miscount: int, nati
     with pytest.raises(CorruptRecordException):
         list(reference(bytes(data), [], 0, READ_UNCOMMITTED))
     ours = reader(bytes(data), [], 0, READ_UNCOMMITTED, native)
+    handed: list[FetchedRecord] = []
 
-    def take_twice() -> None:  # the error at once, or after handing out what came before it
-        ours.take(10)
-        ours.take(10)
+    def take_twice() -> None:  # the verdict at once, or after handing out what came before it
+        handed.extend(ours.take(10))
+        handed.extend(ours.take(10))
 
-    with pytest.raises(CorruptRecordException):
+    if native or miscount < 0:
+        with pytest.raises(UnreadableRecords) as e:
+            take_twice()
+        assert e.value.next_offset == ours.next_fetch_offset == 4
+    else:  # aiokafka's decoder finds the lie after the batch's every offset: nothing is left of it
         take_twice()
-    if native:  # a batch is decoded whole: nothing of it was handed out
-        assert ours.next_fetch_offset == 0
+        assert len(handed) == 4
+        assert ours.exhausted
+        assert ours.next_fetch_offset == 4
+    if native:  # the batch's framing is checked before any of it is handed out
+        assert handed == []
+        assert e.value.first_offset == 0
 
 
 @pytest.mark.parametrize(
     ("records", "reason"),
-    [(b"\xff" * 11, "a varint longer than 64 bits"), (b"\x80", "a record runs past the end of its batch")],
+    [
+        (b"\x16" + b"\xff" * 11, "a varint longer than 64 bits"),
+        (b"\x80" * 7, "a record runs past the end of its batch"),
+        (b"\x80", "a batch claiming 1 records in 1 bytes"),
+    ],
 )
 def test_a_record_whose_varint_overruns_is_corrupt(records: bytes, reason: str) -> None:
     """The reader's own v2 decoding: a varint of more than 64 bits, or one the batch ends inside
@@ -216,7 +256,7 @@ def test_a_record_whose_varint_overruns_is_corrupt(records: bytes, reason: str) 
     data = bytearray(batch(0, plain(1, "x"))[:61] + records)
     struct.pack_into(">i", data, 8, len(data) - 12)
     struct.pack_into(">I", data, 17, calc_crc32c(bytes(data[21:])))
-    with pytest.raises(CorruptRecordException, match=reason):
+    with pytest.raises(UnreadableRecords, match=reason):
         reader(bytes(data), [], 0, READ_UNCOMMITTED).take(10)
 
 
@@ -233,20 +273,20 @@ def test_old_message_format_batches_are_read_by_aiokafkas_decoder(native: bool) 
     assert len(expected) == 3
 
 
-def test_take_hands_out_the_records_before_a_corrupt_batch_then_the_error() -> None:
+def test_take_hands_out_the_records_before_a_corrupt_batch_then_the_verdict() -> None:
     """aiokafka's getall loses them: its position has moved past them when the error comes out.
-    Here the consumer gets them, and its position stops right before the corrupt batch."""
+    Here the consumer gets them, then the verdict, and its position ends after the batch."""
     first, second = batch(0, plain(3, "ok")), bytearray(batch(3, plain(3, "bad")))
     second[-1] ^= 0xFF
     ours = reader(first + bytes(second), [], 0, READ_UNCOMMITTED)
     assert [r.offset for r in ours.take(10)] == [0, 1, 2]
     assert not ours.exhausted
     assert ours.next_fetch_offset == 3
-    with pytest.raises(CorruptRecordException, match="Invalid CRC"):
+    with pytest.raises(UnreadableRecords, match="Invalid CRC"):
         ours.take(10)
     assert ours.exhausted
     assert ours.take(10) == []
-    assert ours.next_fetch_offset == 3
+    assert ours.next_fetch_offset == 6
 
 
 def test_a_fetched_record_has_the_fields_the_merge_reads() -> None:

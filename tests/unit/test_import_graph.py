@@ -23,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The packages checked, one test each; a circle through several of them fails each one's test.
-PACKAGES = ("sidecar", "spark_consumer", "bench")
+PACKAGES = ("sidecar", "spark_consumer", "bench", "timesync_wire")
 #: Project packages an edge may lead into (the graph spans them all).
 PROJECT = (*PACKAGES, "testkit")
 
@@ -138,6 +138,22 @@ def test_no_import_circle(package: str, graph: dict[str, set[str]]) -> None:
         if any(m == package or m.startswith(f"{package}.") for m in component)
     ]
     assert not circles, f"import circles through {package}:\n" + "\n".join(circles)
+
+
+def test_the_wire_layer_imports_neither_half_nor_an_event_loop() -> None:
+    """``timesync_wire`` lies below the sidecar and the Spark jobs (issue 33): it names neither,
+    nor what would tie it to one transport (asyncio, aiohttp) or to Spark."""
+    forbidden = {"sidecar", "spark_consumer", "asyncio", "aiohttp", "pyspark"}
+    found = {}
+    for path in sorted((ROOT / "timesync_wire").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names.append(node.module or "")
+            for name in names:
+                if name.split(".")[0] in forbidden:
+                    found[f"{path.relative_to(ROOT)}:{node.lineno}"] = name
+    assert not found, f"timesync_wire must not import these: {found}"
 
 
 def test_every_kind_of_import_is_an_edge(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ def test_missing_mvn_is_named_when_jars_are_not_cached(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     launcher = load_launcher()
-    monkeypatch.setattr(launcher, "JARS", tmp_path / "no-jars")
+    monkeypatch.setattr(launcher.install, "JARS", tmp_path / "no-jars")
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(launcher.LauncherError, match="mvn not found on PATH"):
         launcher.ensure_jars()
@@ -67,7 +67,7 @@ def test_status_without_a_broker_exits_1(tmp_path: Path) -> None:
 
 def test_kafka_cluster_id_has_kafkas_uuid_format_and_never_looks_like_an_option() -> None:
     for _ in range(500):
-        cluster_id = load_launcher()._cluster_id()
+        cluster_id = load_launcher().cluster_id()
         assert len(cluster_id) == 22
         assert set(cluster_id) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
         assert not cluster_id.startswith("-"), "the storage tool would read it as an option"
@@ -137,11 +137,13 @@ def test_kept_data_dir_refuses_a_scram_user_it_was_not_formatted_with(tmp_path: 
     with pytest.raises(
         launcher.LauncherError, match=r"formatted without SCRAM user\(s\) bob \(it has: alice\)"
     ):
-        launcher.start_broker(data_dir=tmp_path, scram_users={"alice": "a", "bob": "b"})
+        launcher.start_broker(
+            launcher.BrokerSettings(data_dir=tmp_path, scram_users={"alice": "a", "bob": "b"})
+        )
 
 
 def test_a_cluster_node_replicates_3_with_min_insync_2_and_knows_every_voter(tmp_path: Path) -> None:
-    props = load_launcher()._server_properties(
+    props = load_launcher().server_properties(
         9001, 9101, tmp_path, {}, node_id=2, voters="1@127.0.0.1:9100,2@127.0.0.1:9101", replicated=True
     )
     settings = dict(line.split("=", 1) for line in props.splitlines())
@@ -160,7 +162,7 @@ def test_a_cluster_node_replicates_3_with_min_insync_2_and_knows_every_voter(tmp
 def test_a_single_node_keeps_replication_1(tmp_path: Path) -> None:
     settings = dict(
         line.split("=", 1)
-        for line in load_launcher()._server_properties(9001, 9101, tmp_path, {}).splitlines()
+        for line in load_launcher().server_properties(9001, 9101, tmp_path, {}).splitlines()
     )
     assert settings["node.id"] == "1"
     assert settings["controller.quorum.voters"] == "1@127.0.0.1:9101"
@@ -232,11 +234,11 @@ def test_a_zombie_node_counts_as_ended_for_a_command_that_is_not_its_parent() ->
     try:
         # Ended but not reaped: a zombie. Through /proc, as a process that is not its parent sees it.
         for _ in range(200):
-            if launcher._zombie(child.pid):
+            if launcher.zombie(child.pid):
                 break
             time.sleep(0.01)
-        assert launcher._zombie(child.pid)
-        assert not launcher._zombie(os.getpid())
+        assert launcher.zombie(child.pid)
+        assert not launcher.zombie(os.getpid())
     finally:
         child.wait()
-    assert not launcher._zombie(child.pid), "a reaped process is no zombie: it is gone"
+    assert not launcher.zombie(child.pid), "a reaped process is no zombie: it is gone"

@@ -21,7 +21,7 @@ def test_without_a_c_compiler_the_package_builds_without_the_encoder(tmp_path: P
     source.mkdir()
     for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE", "MANIFEST.in"):
         shutil.copy(ROOT / name, source / name)
-    for package in ("sidecar", "spark_consumer"):
+    for package in ("sidecar", "spark_consumer", "timesync_wire"):
         shutil.copytree(
             ROOT / package, source / package, ignore=shutil.ignore_patterns("*.so", "*.c", "__pycache__")
         )
@@ -49,6 +49,7 @@ def test_without_a_c_compiler_the_package_builds_without_the_encoder(tmp_path: P
     (wheel,) = out.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "sidecar/output/batches.py" in names
+    assert "timesync_wire/formats/json_scan.py" in names  # the plans' specifications, which then run
     assert not [n for n in names if n.endswith(".so")]
 
 

@@ -4,6 +4,11 @@
 compression levels the two must give byte-identical record batches (header, CRC and all), for
 any records, any batch size, idempotent or not, transactional or not. At Kafka's levels the
 bytes differ only by compression, so there the batches must decode to the reference records.
+
+aiokafka's builder cannot write a header key that is not UTF-8 (read with ``surrogateescape``);
+the Python encoder's own batches (``PythonBatch``) can, and are held to aiokafka's builder for
+every other key — so with such keys the native encoder is held to the Python encoder, byte for
+byte, and the key's bytes come out as they went in, on the output and on the side topics.
 """
 
 from __future__ import annotations
@@ -14,16 +19,27 @@ from dataclasses import dataclass
 import pytest
 from aiokafka.producer.message_accumulator import BatchBuilder, MessageBatch
 from aiokafka.record.default_records import DefaultRecordBatch
+from aiokafka.record.memory_records import MemoryRecords
 from aiokafka.structs import TopicPartition
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sidecar.config import load_config
-from sidecar.core.records import Emit
-from sidecar.core.stamping import ENFORCED, LATE, SOURCE_OFFSET, STREAM_TIME, WATERMARK, Stamper
+from sidecar.core.records import DeadLetter, Emit, Late
+from sidecar.core.stamping import (
+    ENFORCED,
+    LATE,
+    SOURCE_OFFSET,
+    STREAM_TIME,
+    WATERMARK,
+    Stamper,
+    header_key_bytes,
+)
+from sidecar.kafka._fetched import PartitionReader
 from sidecar.output import encoder as output_encoder
 from sidecar.output.batches import StampedBatch, compressor, native_stamping_available
-from sidecar.output.encoder import NativeEncoder, choose_encoder
+from sidecar.output.encoder import NativeEncoder, PythonEncoder, choose_encoder
+from sidecar.output.python_batch import PythonBatch
 from sidecar.service.supervisor import Supervisor
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
@@ -72,21 +88,31 @@ def decoded(batch: bytes) -> list[tuple[bytes | None, bytes | None, int, list[tu
 
 
 header_names = st.sampled_from(["a", "trace-id", "ünï", "timesync.watermark", "timesync.x", "timesync"])
-records = st.builds(
-    Rec,
-    topic=st.sampled_from(["in", "orders-ü", "t" * 200]),
-    partition=st.integers(0, 300),
-    offset=st.integers(0, 2**62),
-    timestamp=st.just(0),
-    key=st.none() | st.binary(max_size=40),
-    value=st.none() | st.binary(max_size=300),
-    headers=st.lists(st.tuples(header_names, st.none() | st.binary(max_size=20)), max_size=4).map(tuple),
+#: Keys as the reader gives them from bytes that are not UTF-8 (``surrogateescape``).
+raw_header_names = st.binary(min_size=1, max_size=8).map(
+    lambda b: (b + b"\xff").decode("utf-8", "surrogateescape")
 )
 
 
+def records_with(names: st.SearchStrategy[str]) -> st.SearchStrategy[Rec]:
+    return st.builds(
+        Rec,
+        topic=st.sampled_from(["in", "orders-ü", "t" * 200]),
+        partition=st.integers(0, 300),
+        offset=st.integers(0, 2**62),
+        timestamp=st.just(0),
+        key=st.none() | st.binary(max_size=40),
+        value=st.none() | st.binary(max_size=300),
+        headers=st.lists(st.tuples(names, st.none() | st.binary(max_size=20)), max_size=4).map(tuple),
+    )
+
+
+records = records_with(header_names)
+
+
 @st.composite
-def emits(draw: st.DrawFn) -> Emit:
-    recs = draw(st.lists(records, min_size=1, max_size=60))
+def emits(draw: st.DrawFn, names: st.SearchStrategy[str] = header_names) -> Emit:
+    recs = draw(st.lists(records_with(names), min_size=1, max_size=60))
     n = len(recs)
     # Output timestamps are never negative: the extractors treat those as invalid. (aiokafka's
     # builder also mistakes a first timestamp of -1 for "none yet".)
@@ -120,6 +146,58 @@ def test_at_aiokafkas_levels_batches_are_byte_identical_to_aiokafkas_builder(
 ) -> None:
     expected = built(reference(emit, batch_size, codec, transactional), producer)
     assert built(native(emit, batch_size, codec, None, transactional), producer) == expected
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    emit=emits(header_names | raw_header_names),
+    batch_size=st.sampled_from([64, 700, 4096]),
+    codec=st.sampled_from(CODECS),
+    transactional=st.booleans(),
+)
+def test_with_header_keys_that_are_not_utf8_both_encoders_write_the_same_bytes(
+    emit: Emit, batch_size: int, codec: str, transactional: bool
+) -> None:
+    python = PythonEncoder(compressor(codec, None), transactional, batch_size).encode(emit)
+    native_batches = native(emit, batch_size, codec, None, transactional)
+    assert built(native_batches, (7, 1, 0)) == built(python, (7, 1, 0))
+    got = [h for b in built(python, None) for r in _raw(b) for h in r[3]]
+    sent = [
+        (header_key_bytes(k), v) for r in emit.records for k, v in r.headers if not k.startswith("timesync.")
+    ]
+    assert [h for h in got if not h[0].startswith(b"timesync.")] == sent
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(emit=emits(), batch_size=st.sampled_from([64, 700, 4096, 512 * 1024]), codec=st.sampled_from(CODECS))
+def test_the_python_encoders_batches_are_aiokafkas_byte_for_byte(
+    emit: Emit, batch_size: int, codec: str
+) -> None:
+    """For UTF-8 keys the reference chain holds: ``PythonBatch`` writes what aiokafka's builder does."""
+    python = PythonEncoder(compressor(codec, None), False, batch_size).encode(emit)
+    assert built(python, None) == built(reference(emit, batch_size, codec, False), None)
+
+
+def test_side_records_carry_header_keys_that_are_not_utf8_as_their_bytes() -> None:
+    """Dead letters and late records go through the Python batches of either encoder."""
+    key = b"\xc3\x28-x".decode("utf-8", "surrogateescape")
+    record = Rec("in", 0, 9, 5, b"k", b"v", ((key, b"1"), ("ok", b"2")))
+    for encoder in (
+        NativeEncoder(compressor("lz4", 9), False),
+        PythonEncoder(compressor("lz4", None), False),
+    ):
+        [dead] = encoder.encode_dead_letters([DeadLetter(record, "bad", "InvalidTimestampError")])
+        [late] = encoder.encode_late([Late(record, 5, 3)], 8)
+        for batch in (dead, late):
+            [(_, _, _, headers)] = _raw(bytes(batch._build()))
+            assert headers[:2] == [(b"\xc3\x28-x", b"1"), (b"ok", b"2")]
+
+
+def _raw(batch: bytes) -> list[tuple[bytes | None, bytes | None, int, list[tuple[bytes, bytes | None]]]]:
+    """A batch's records with header keys as bytes (aiokafka's reader wants them UTF-8; the
+    sidecar's reads them as aiokafka's does otherwise, ``tests/unit/test_fetch_hook.py``)."""
+    reader = PartitionReader(TopicPartition("out", 0), MemoryRecords(batch), [], 0, True, False, batch)
+    return [(r.key, r.value, r.timestamp, [(header_key_bytes(k), v) for k, v in r.headers]) for r in reader]
 
 
 @settings(max_examples=60, deadline=None)
@@ -202,7 +280,7 @@ def test_the_level_keys_follow_kafka_and_the_chosen_codec_picks_its_own() -> Non
     assert load_config(None, [*base, "compression.type=snappy"], environ={}).compression_level is None
 
 
-def test_without_the_extension_the_sidecar_stamps_through_aiokafkas_builder(
+def test_without_the_extension_the_sidecar_stamps_in_python_as_aiokafkas_builder_would(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(output_encoder, "_NATIVE", False)
@@ -210,7 +288,8 @@ def test_without_the_extension_the_sidecar_stamps_through_aiokafkas_builder(
     assert encoder.name == "python"
     emit = Emit(0, [Rec("in", 0, 7, 5, None, b"v")], [5], 0, 0, 1)
     [batch] = encoder.encode(emit)
-    assert isinstance(batch, BatchBuilder)
+    assert isinstance(batch, PythonBatch)
+    assert batch.append(timestamp=1, key=None, value=b"late", headers=[]) is None, "sealed once handed over"
     assert bytes(batch._build()) == bytes(reference(emit, 512 * 1024, "lz4", False)[0]._build())
     cfg = load_config(None, ["bootstrap.servers=b:9092", "input.topics=a", "output.topic=o"], environ={})
     assert Supervisor(cfg).status()["output_encoder"] == "python"

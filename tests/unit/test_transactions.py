@@ -1,4 +1,5 @@
-"""exactly_once_v2 per task: one transactional.id per task, and what one task's transaction commits."""
+"""exactly_once_v2 per task: what one task's transaction commits (each task's transactional.id is
+its grouping's: tests/unit/service/test_grouping.py)."""
 
 from __future__ import annotations
 
@@ -12,18 +13,8 @@ from aiokafka.errors import ProducerFenced
 from aiokafka.producer.transaction_manager import TransactionManager
 
 from sidecar.core import TopicPartition
-from sidecar.kafka.transactions import TaskTransaction, transactional_id
+from sidecar.kafka.transactions import TaskTransaction
 from sidecar.output.writer import OutputWriter
-
-
-def test_partition_grouping_gives_each_task_its_own_transactional_id() -> None:
-    ids = {transactional_id("g", "partition", str(task)) for task in range(4)}
-    assert ids == {"g-txn-0", "g-txn-1", "g-txn-2", "g-txn-3"}
-
-
-def test_single_grouping_keeps_the_id_of_earlier_versions() -> None:
-    # A run of the previous version that crashed is fenced by the first start of this one.
-    assert transactional_id("g", "single", "0") == "g-txn"
 
 
 class TransactionalProducer:

@@ -103,7 +103,8 @@ async def _throughput(
     started = time.monotonic()
     await produce(bootstrap, _events(a, b, records, value_bytes))
     produce_s = time.monotonic() - started
-    async with ks.KafkaStreamsPeer(bootstrap, [a, b], out, idle, f"ks-measure-{run}", config=config) as peer:
+    settings = ks.PeerSettings(bootstrap, [a, b], out, idle, f"ks-measure-{run}", config=config)
+    async with ks.KafkaStreamsPeer(settings) as peer:
         cpu_ready_s, _ = _proc_usage(peer.pid)
         await _wait_for_end_offsets(bootstrap, out, 2, records, timeout_s=300)
         cpu_s, peak_rss = _proc_usage(peer.pid)

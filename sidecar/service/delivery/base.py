@@ -89,8 +89,8 @@ class Delivery(abc.ABC):
 
     @property
     def claims(self) -> bool:
-        """With ``task.grouping=single`` every commit carries the replica's claim."""
-        return self.config.task_grouping == "single"
+        """Whether every commit carries the replica's claim (the task grouping says)."""
+        return self.ctx.grouping.claims
 
     def _claim(self, state: ClaimState = "running") -> str | None:
         if not self.claims:

@@ -17,7 +17,7 @@ from aiokafka.errors import KafkaTimeoutError
 
 from sidecar.core import Emit, Heartbeat
 from sidecar.kafka.clients import connect
-from sidecar.kafka.transactions import TaskTransaction, transactional_id
+from sidecar.kafka.transactions import TaskTransaction
 from sidecar.output.writer import OutputWriter
 from sidecar.service.claim import ClaimState
 from sidecar.service.delivery.base import COMMIT_INTERVAL_S, DRAIN_TIMEOUT_S, Delivery
@@ -57,7 +57,7 @@ class ExactlyOnce(Delivery):
 
     def attach(self, name: str) -> TaskOutput:
         cfg = self.config
-        txn_id = transactional_id(cfg.effective_group_id, cfg.task_grouping, name)
+        txn_id = self.ctx.grouping.transactional_id(cfg.effective_group_id, name)
         producer = self.ctx.clients.producer(txn_id)
         # Not patient: under exactly_once_v2 a producer that gave up is replaced by a restart.
         writer = OutputWriter(producer, stopping=self.ctx.control.changed, activity=self.activity)

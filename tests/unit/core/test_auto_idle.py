@@ -126,28 +126,55 @@ def test_a_replay_of_history_teaches_nothing_while_lag_blocks() -> None:
     assert idle_of(t, 0)["idle_ms"] == BUDGET
 
 
-def test_a_partition_with_no_history_is_waited_for_the_budget_from_when_it_went_quiet() -> None:
+def test_a_partition_with_no_history_is_waited_for_the_budget_once_the_task_holds_records() -> None:
     t = auto_task()
     caught_up(t, A0, now=0)
-    drain(t, now=0)  # a is empty and caught up: quiet from here
+    drain(t, now=0)  # a is empty and caught up: quiet from here, but nothing is held back yet
     feed(t, B0, [5], now=300)
 
-    assert drain(t, now=300)[1] == WaitUntil(BUDGET)  # not 300 + BUDGET
+    assert drain(t, now=300)[1] == WaitUntil(300 + BUDGET)
     assert t.snapshot(300)["blocked_by"][0]["reason"] == (
-        f"idling until {BUDGET} (caught up; max.task.idle.ms=auto: no gaps learnt yet, so the "
-        f"budget, {BUDGET} ms)"
+        f"idling until {300 + BUDGET} (quiet since 0; max.task.idle.ms=auto: no gaps learnt yet, so "
+        f"the budget, {BUDGET} ms)"
     )
-    batches, _ = drain(t, now=BUDGET)
+    batches, _ = drain(t, now=300 + BUDGET)
     assert enforced_flags(batches) == [True]
-    feed(t, B0, [6], now=BUDGET + 500)
-    assert enforced_flags(drain(t, now=BUDGET + 500)[0]) == [True]  # not waited for again
+    feed(t, B0, [6], now=BUDGET + 800)
+    assert enforced_flags(drain(t, now=BUDGET + 800)[0]) == [True]  # not waited for again
+
+
+def test_a_backlog_waits_one_budget_from_its_fetch_not_one_per_partition() -> None:
+    """``auto`` counts from the last arrival too: partitions that run dry one after another, a
+    budget after the backlog was fetched, are not waited for again each."""
+    parts = [TopicPartition("t", i) for i in range(6)]
+    config = TaskConfig(max_task_idle_ms=IDLE_AUTO, max_task_idle_budget_ms=BUDGET, watermark_heartbeat_ms=0)
+    t = MergeTask(parts, config)
+    for i, tp in enumerate(parts):
+        feed(t, tp, [6 * j + i for j in range(20)], now=0)
+
+    assert drain(t, now=0)[1] == WaitUntil(BUDGET)
+    _, out = drain(t, now=BUDGET)
+
+    assert t.records_out == 6 * 20, "the 5 partitions left all passed at once"
+    assert not isinstance(out, WaitUntil)
+
+
+def test_records_after_a_fetch_that_showed_lag_teach_nothing() -> None:
+    t = auto_task()
+    feed(t, A0, [1], now=0)
+    feed(t, B0, [2], now=0)
+    drain(t, now=BUDGET)
+    t.observe_fetch(A0, high_watermark=5, position=1, now_ms=3_000)  # behind: the fetch, not the producer
+    feed(t, A0, [3, 4, 5, 6], now=3_500)
+
+    assert idle_of(t, 0)["gaps_seen"] == 0
 
 
 def test_status_says_what_was_learnt_while_it_waits() -> None:
     t, _ = run(list(range(0, 3000, 200)), until=2900)  # a quiet since its record at 2800
 
     assert t.snapshot(2900)["blocked_by"][0]["reason"] == (
-        "idling until 3000 (caught up; max.task.idle.ms=auto: 200 ms, learnt from 14 gaps)"
+        "idling until 3000 (quiet since 2800; max.task.idle.ms=auto: 200 ms, learnt from 14 gaps)"
     )
 
 

@@ -1,4 +1,5 @@
-"""``max.task.idle.ms=auto``: the learner alone, one test per rule of ``idle_learning.py``."""
+"""``max.task.idle.ms=auto``: the learner alone, one test per rule of ``idle_learning.py``; then
+``LearntIdle``, which tells it which arrivals are gaps."""
 
 from __future__ import annotations
 
@@ -7,27 +8,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sidecar.core.idle_learning import CHEAP_PERCENT, WARM_UP, WINDOW, IdleLearner
+from sidecar.core.idle_strategy import LearntIdle
+
+from .helpers import A0, B0, records, task
 
 BUDGET = 1000
 
 
-def learn(learner: IdleLearner, gaps: list[int], late: bool = True, start: int = 0, i: int = 0) -> int:
-    """Quiet spells of the given lengths, each ended by an arrival; returns the time after them."""
-    now = start
+def learn(learner: IdleLearner, gaps: list[int], late: bool = True, i: int = 0) -> None:
+    """Quiet spells of the given lengths, each ended by an arrival."""
     for gap in gaps:
-        learner.quiet(i, now)
-        now += gap
-        learner.arrived(i, now, would_be_late=late)
-    return now
+        learner.learn(i, gap, would_be_late=late)
 
 
 def feed(learner: IdleLearner, gaps: list[tuple[int, bool]]) -> None:
     """Quiet spells of the given lengths, each ended by an arrival late or not."""
-    now = 0
     for gap, late in gaps:
-        learner.quiet(0, now)
-        now += gap
-        learner.arrived(0, now, late)
+        learner.learn(0, gap, late)
 
 
 def test_a_partition_with_no_history_is_waited_for_the_budget() -> None:
@@ -64,9 +61,9 @@ def test_a_rare_short_gap_is_covered_a_rare_long_one_is_not() -> None:
     budget), so it is covered however rare; two of 600 ms (3 % of the window) stay uncovered."""
     learner = IdleLearner(1, BUDGET)
 
-    now = learn(learner, [10] * 61, late=False)
-    now = learn(learner, [40], start=now)
-    learn(learner, [600, 600], start=now)
+    learn(learner, [10] * 61, late=False)
+    learn(learner, [40])
+    learn(learner, [600, 600])
 
     assert learner.idle_ms(0) == 40
 
@@ -98,53 +95,6 @@ def test_the_idle_never_exceeds_the_budget_and_skips_gaps_beyond_it() -> None:
     assert learner.idle_ms(0) == 0
 
 
-def test_the_wait_counts_from_the_start_of_the_quiet_spell() -> None:
-    learner = IdleLearner(1, BUDGET)
-    now = learn(learner, [200] * 20)
-
-    learner.quiet(0, now)
-
-    assert learner.wait_ms(0, now) == 200
-    assert learner.wait_ms(0, now + 150) == 50
-    assert learner.wait_ms(0, now + 5000) == 0  # the producer stopped: not waited for any more
-    learner.quiet(0, now + 5000)  # a later report does not restart the spell
-    assert learner.wait_ms(0, now + 5000) == 0
-
-
-def test_fetch_lag_ends_the_spell_unlearnt() -> None:
-    learner = IdleLearner(1, BUDGET)
-    now = learn(learner, [200] * 20)
-
-    learner.quiet(0, now)
-    learner.lagging(0)  # records on the broker: their arrival measures the fetch
-    learner.arrived(0, now + 900, would_be_late=True)
-
-    assert learner.snapshot(0, now + 900)["gaps_seen"] == 20
-    assert learner.idle_ms(0) == 200
-
-
-def test_a_hold_while_empty_ends_the_spell_and_the_next_arrival_teaches_nothing() -> None:
-    learner = IdleLearner(1, BUDGET)
-    now = learn(learner, [200] * 20)
-
-    learner.quiet(0, now)
-    learner.interrupt(0)
-    learner.quiet(0, now + 60_000)  # released: a spell starts again
-    learner.arrived(0, now + 60_001, would_be_late=True)  # the backlog of the hold
-    assert learner.snapshot(0, now)["gaps_seen"] == 20
-
-    learn(learner, [200], start=now + 60_001)
-    assert learner.snapshot(0, now)["gaps_seen"] == 21  # the arrival after that one counts again
-
-
-def test_an_arrival_without_a_quiet_spell_is_no_gap() -> None:
-    learner = IdleLearner(1, BUDGET)
-
-    learner.arrived(0, 500, would_be_late=True)
-
-    assert learner.snapshot(0, 500)["gaps_seen"] == 0
-
-
 def test_partitions_learn_apart() -> None:
     learner = IdleLearner(2, BUDGET)
 
@@ -156,15 +106,13 @@ def test_partitions_learn_apart() -> None:
 
 def test_snapshot_shows_the_idle_and_the_gaps_behind_it() -> None:
     learner = IdleLearner(1, BUDGET)
-    now = learn(learner, [100, 200] * 5)
-    learner.quiet(0, now)
+    learn(learner, [100, 200] * 5)
 
-    snap = learner.snapshot(0, now + 30)
+    snap = learner.snapshot(0)
 
     assert snap == {
         "idle_ms": 200,
         "learnt": True,
-        "quiet_for_ms": 30,
         "gaps_seen": 10,
         "late_gaps_seen": 10,
         "recent_gaps_ms": [100, 200, 100, 200, 100, 200, 100, 200],  # the last 8, oldest first
@@ -186,11 +134,8 @@ def test_the_learnt_idle_is_never_above_the_budget_and_is_a_wait_some_gap_needed
     gaps: list[tuple[int, bool]], budget: int
 ) -> None:
     learner = IdleLearner(1, budget)
-    now = 0
     for n, (gap, late) in enumerate(gaps, start=1):
-        learner.quiet(0, now)
-        now += gap
-        learner.arrived(0, now, late)
+        learner.learn(0, gap, late)
         window = [g if lt else 0 for g, lt in gaps[:n]][-WINDOW:]
         idle = learner.idle_ms(0)
         assert 0 <= idle <= budget
@@ -217,3 +162,50 @@ def test_every_needed_wait_within_a_tenth_of_the_budget_is_covered(
     if len(window) >= WARM_UP:
         cheap = [needed for needed in window if needed <= budget * CHEAP_PERCENT // 100]
         assert all(needed <= learner.idle_ms(0) for needed in cheap)
+
+
+# -- LearntIdle: which arrivals are gaps ------------------------------------------------------------
+
+
+def arrive(strategy: LearntIdle, quiet_ms: int | None, ts: int = 5, stream_time: int = 10) -> None:
+    """Records (the first stamped ``ts``) reached the empty partition ``a``-0 after ``quiet_ms``."""
+    t = task(A0, B0, max_task_idle_ms=-1)
+    p = t._part(A0)
+    p.append(records(A0, [ts]), [ts])
+    strategy.arrival(p, quiet_ms, stream_time)
+
+
+def gaps_seen(strategy: LearntIdle) -> int:
+    seen: int = strategy.learner.snapshot(0)["gaps_seen"]
+    return seen
+
+
+def test_an_arrival_after_a_quiet_spell_is_a_gap_late_if_below_the_stream_time() -> None:
+    strategy = LearntIdle(2, BUDGET)
+
+    arrive(strategy, 200, ts=5, stream_time=10)
+    arrive(strategy, 300, ts=50, stream_time=10)
+
+    assert strategy.learner.snapshot(0)["recent_gaps_ms"] == [200, 300]
+    assert strategy.learner.snapshot(0)["late_gaps_seen"] == 1
+
+
+def test_an_arrival_with_no_quiet_spell_or_one_begun_by_its_own_fetch_is_no_gap() -> None:
+    strategy = LearntIdle(2, BUDGET)
+
+    arrive(strategy, None)  # behind (lag > 0) until these records came: the fetch, not the producer
+    arrive(strategy, 0)  # caught up by the very fetch that brought them
+
+    assert gaps_seen(strategy) == 0
+
+
+def test_a_hold_while_empty_makes_the_next_arrival_teach_nothing() -> None:
+    strategy = LearntIdle(2, BUDGET)
+    t = task(A0, B0, max_task_idle_ms=-1)
+
+    strategy.held(t._parts)  # both empty: their spells span the hold
+    arrive(strategy, 60_000)  # the backlog of the hold
+    assert gaps_seen(strategy) == 0
+
+    arrive(strategy, 200)
+    assert gaps_seen(strategy) == 1, "the arrival after that one counts again"

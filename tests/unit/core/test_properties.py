@@ -272,36 +272,32 @@ def test_the_committed_offset_never_passes_an_unacked_output(s: Scenario) -> Non
 
 
 def reference(s: Scenario) -> list[tuple[str, int, int, int, bool, bool]]:
-    """The DESIGN rules applied one record at a time, with no runs, no bisect, no heap reuse."""
+    """The DESIGN rules applied one record at a time, with no runs, no bisect, no heap reuse.
+
+    Readiness: an empty partition blocks while its lag is unknown or > 0; caught up, it passes
+    once it has been quiet for the idle, counted from its last arrival (or, when nothing arrived
+    since it was behind, from the first fetch that showed it caught up) over the time the task
+    held records.
+    """
     n = len(s.partitions)
     queues: list[list[Record]] = [[] for _ in range(n)]
-    lag: list[int | None] = [None] * n
-    deadline: list[int | None] = [None] * n
+    quiet: list[int | None] = [None] * n  # ms counted since the last arrival; None: not caught up
     visible, position = [0] * n, [0] * n
     rank = sorted(range(n), key=lambda i: ("ab".index(s.partitions[i].topic), s.partitions[i].partition))
     rank_of = {i: r for r, i in enumerate(rank)}
     out = []
     stream_time = -1
-    now = 0
 
     def blocked_or_enforced() -> tuple[bool, bool]:
         blocked = enforced = False
         for i in range(n):
             if queues[i]:
-                deadline[i] = None
                 continue
-            if lag[i] is None or lag[i] > 0:  # type: ignore[operator]
-                deadline[i] = None
-                blocked = True
-            elif s.idle >= IDLE_FOREVER:
-                blocked = True
+            counted = quiet[i]
+            if counted is None or s.idle >= IDLE_FOREVER or counted < s.idle:
+                blocked = True  # lag unknown or > 0, waiting forever, or not quiet long enough
             else:
-                if deadline[i] is None:
-                    deadline[i] = now + s.idle
-                if now < deadline[i]:  # type: ignore[operator]
-                    blocked = True
-                else:
-                    enforced = True
+                enforced = True
         return blocked, enforced
 
     def poll() -> None:
@@ -330,10 +326,14 @@ def reference(s: Scenario) -> list[tuple[str, int, int, int, bool, bool]]:
                 queues[i] += [
                     Record(tp.topic, tp.partition, o, s.logs[i][o]) for o in range(position[i], end)
                 ]
+                if visible[i] > end:  # lag > 0
+                    quiet[i] = None  # behind: not quiet
+                elif end > position[i] or quiet[i] is None:
+                    quiet[i] = 0  # an arrival, or caught up at last
                 position[i] = end
-                lag[i] = visible[i] - end
         elif op[0] == "tick":
-            now += op[1]
+            if any(queues):  # time counts as quiet only while the task holds records
+                quiet = [None if q is None else q + op[1] for q in quiet]
         elif op[0] == "poll":
             poll()
     return out
@@ -388,3 +388,25 @@ def test_capping_batch_size_does_not_change_the_output(s: Scenario) -> None:
         s.pauses,
     )
     assert outputs(run(capped)) == outputs(run(uncapped))
+
+
+@SETTINGS
+@given(
+    logs=st.lists(st.lists(st.integers(0, 60), max_size=25), min_size=1, max_size=6),
+    idle=st.sampled_from([0, 3, 20, 500]),
+)
+def test_a_backlog_fetched_whole_is_out_one_idle_after_its_fetch(logs: list[list[int]], idle: int) -> None:
+    """Whatever the backlog (empty partitions, any times), fetched whole at 0: counted from the
+    last arrival, every partition has been quiet for the idle at ``idle`` — one wait, not one per
+    partition running dry."""
+    tps = [TopicPartition("t", i) for i in range(len(logs))]
+    task = MergeTask(tps, TaskConfig(max_task_idle_ms=idle, watermark_heartbeat_ms=0))
+    for tp, log in zip(tps, logs, strict=True):
+        task.observe_fetch(tp, len(log), len(log), 0)
+        task.push(tp, [Record(tp.topic, tp.partition, o, ts) for o, ts in enumerate(log)])
+    for now in (0, idle):
+        while isinstance(out := task.poll(now), Emit):
+            task.acked([out.batch_id])
+
+    assert task.snapshot(idle)["buffered"] == 0
+    assert task.records_out == sum(len(log) for log in logs)

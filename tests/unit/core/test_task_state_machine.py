@@ -12,6 +12,12 @@ every lag unknown again).
 
 Promises checked after every step:
 
+* each partition's quiet clock is the rule's (``readiness.py``), kept here as a model: quiet
+  since its last arrival, or since the first caught-up fetch after its lag was unknown or > 0;
+  not quiet while behind; counting only while the task holds records and the partition is not
+  paused; ``passes_at`` is when the count reaches the idle;
+* nothing goes out while an empty partition is behind (lag unknown or > 0) or paused, and a wait
+  for an idle ends exactly when some empty partition has been quiet for it;
 * the watermark and stream time never decrease;
 * with heartbeats on, nothing held or buffered and every partition caught up, the watermark is
   known and a heartbeat is due within ``watermark.heartbeat.ms``;
@@ -111,6 +117,58 @@ class MergeTaskMachine(RuleBasedStateMachine):
         self.watermark = self.task.watermark
         self.stream_time = self.task.stream_time
         self.last_wake: int | None = None
+        #: The quiet clock, as the rule says it runs, kept apart from the task: per partition when
+        #: its spell began, the quiet counted up to ``mark`` and whether it counts now.
+        self.since: dict[TopicPartition, int | None] = dict.fromkeys(self.tps)
+        self.counted = dict.fromkeys(self.tps, 0)
+        self.mark = dict.fromkeys(self.tps, 0)
+        self.running: set[TopicPartition] = set()
+        self.holding = False  # the task holds records: unpaused clocks run
+
+    # -- the rule's quiet clock, as a model -------------------------------------------------------
+
+    def _begin(self, tp: TopicPartition) -> None:
+        self.since[tp], self.counted[tp], self.mark[tp] = self.now, 0, self.now
+
+    def _stop(self, tp: TopicPartition) -> None:
+        if tp in self.running:
+            self.counted[tp] += self.now - self.mark[tp]
+            self.running.discard(tp)
+
+    def _run(self, tp: TopicPartition) -> None:
+        if tp not in self.running:
+            self.mark[tp] = self.now
+            self.running.add(tp)
+
+    def _fetched(self, tp: TopicPartition, lag: int, brought: bool, held_before: bool) -> None:
+        if lag > 0:
+            self.since[tp] = None
+        elif self.since[tp] is None:
+            self._begin(tp)
+        if not held_before and self.task.snapshot(self.now)["buffered"]:
+            self.holding = True
+            for each in self.tps:
+                if each not in self.paused:
+                    self._run(each)
+        if brought and lag == 0:
+            self._begin(tp)
+
+    def _polled(self) -> None:
+        if self.holding and not self.task.snapshot(self.now)["buffered"]:
+            self.holding = False
+            for tp in self.tps:
+                self._stop(tp)
+
+    def _paused(self, tps: tuple[TopicPartition, ...]) -> None:
+        for tp in tps:
+            self.paused.add(tp)
+            self._stop(tp)
+
+    def _resumed(self, tps: tuple[TopicPartition, ...]) -> None:
+        for tp in tps:
+            self.paused.discard(tp)
+            if self.holding:
+                self._run(tp)
 
     # -- the world ---------------------------------------------------------------------------
 
@@ -137,8 +195,10 @@ class MergeTaskMachine(RuleBasedStateMachine):
             return
         log, position = self.logs[tp], self.position[tp]
         new = log[position : position + most]
+        held_before = self.task.snapshot(self.now)["buffered"] > 0
         self.task.observe_fetch(tp, len(log), position + len(new), self.now)
         self.task.push(tp, new)
+        self._fetched(tp, len(log) - position - len(new), bool(new), held_before)
         self.pushed += len(new)
         self.position[tp] = position + len(new)
 
@@ -149,8 +209,13 @@ class MergeTaskMachine(RuleBasedStateMachine):
     @rule()
     def poll(self) -> None:
         for _ in range(100):
+            rows = self.task.snapshot(self.now)["partitions"]
+            behind = [r for r in rows if r["buffered"] == 0 and (r["lag"] != 0 or r["paused"])]
             out = self.task.poll(self.now)
+            self._polled()
             if isinstance(out, Emit):
+                if behind and self.config.max_task_idle_ms != -1:
+                    assert not out.records, f"records out while {behind[0]} is behind or paused"
                 self._check_emit(out)
                 continue
             if isinstance(out, Heartbeat):
@@ -161,8 +226,8 @@ class MergeTaskMachine(RuleBasedStateMachine):
         else:
             raise AssertionError("poll kept emitting at one instant: no progress")
         hint = self.task.pause_hint(self.now)
-        self.paused |= set(hint.pause)
-        self.paused -= set(hint.resume)
+        self._paused(hint.pause)
+        self._resumed(hint.resume)
 
     @rule(all_of_them=st.booleans())
     def ack(self, all_of_them: bool) -> None:
@@ -175,10 +240,12 @@ class MergeTaskMachine(RuleBasedStateMachine):
     @rule()
     def operator_pauses_or_resumes(self) -> None:
         if not self.task.held:
-            self.paused |= set(self.task.hold(self.now))
+            self._paused(self.task.hold(self.now))
             return
-        self.paused -= set(self.task.release(self.now))
-        self.paused |= set(self.task.pause_hint(self.now).pause)
+        self._resumed(self.task.release(self.now))
+        hint = self.task.pause_hint(self.now)
+        self._paused(hint.pause)
+        self._resumed(hint.resume)
 
     @rule()
     def rebalance(self) -> None:
@@ -212,9 +279,33 @@ class MergeTaskMachine(RuleBasedStateMachine):
         if wake is None:
             return
         assert wake > self.now, f"asked to be woken at {wake}, not after now ({self.now}): a busy loop"
+        rows = self.task.snapshot(self.now)["partitions"]
+        passing = {
+            r["passes_at"]
+            for r in rows
+            if r["buffered"] == 0 and r["passes_at"] is not None and r["passes_at"] > self.now
+        }
         if self.task.watermark < 0:
-            deadlines = {p.deadline for p in self.task._parts if p.deadline is not None}
-            assert wake in deadlines, "woken for a heartbeat while the watermark is unknown"
+            assert wake in passing, "woken for a heartbeat while the watermark is unknown"
+        if isinstance(out, WaitUntil) and self.config.watermark_heartbeat_ms == 0:
+            assert wake == min(passing), "a wait ends when the first empty partition has been quiet its idle"
+
+    @invariant()
+    def the_quiet_clock_runs_as_the_rule_says(self) -> None:
+        if not hasattr(self, "task"):
+            return
+        idle = self.config.max_task_idle_ms
+        for row in self.task.snapshot(self.now)["partitions"]:
+            tp = TopicPartition(row["topic"], row["partition"])
+            since = self.since[tp]
+            assert row["quiet_since"] == since, f"{tp} quiet since {row['quiet_since']}, not {since}"
+            assert row["paused"] == (tp in self.paused)
+            if idle in (0, 40, 400):
+                runs = since is not None and tp in self.running
+                expected = self.mark[tp] - self.counted[tp] + idle if runs else None
+                assert row["passes_at"] == expected, f"{tp}: passes at {row['passes_at']}, not {expected}"
+            elif idle in (-1, IDLE_FOREVER):
+                assert row["passes_at"] is None
 
     @invariant()
     def time_never_goes_back(self) -> None:

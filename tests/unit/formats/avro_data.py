@@ -83,3 +83,31 @@ def order(ts_ms: int, version: int = 1, n_items: int = 2) -> dict[str, Any]:
         record["note"] = "leave at the door"
         record["meta"]["region"] = "us"
     return record
+
+
+#: A linked list: a record that names itself (legal Avro; a plan skips it by calls).
+LINKED: dict[str, Any] = {
+    "type": "record",
+    "name": "Node",
+    "fields": [{"name": "n", "type": "long"}, {"name": "next", "type": ["null", "Node"]}],
+}
+
+
+def record(name: str, **fields: Any) -> dict[str, Any]:
+    """A record schema: ``record("E", ts="long")``."""
+    return {"type": "record", "name": name, "fields": [{"name": k, "type": v} for k, v in fields.items()]}
+
+
+#: A tree through an array (and, where a test adds it, a map) of itself.
+TREE = record("Tree", kids={"type": "array", "items": "Tree"}, tag="string")
+
+
+def varint(n: int) -> bytes:
+    """``n`` as Avro's zigzag varint (a block count, a long)."""
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z > 0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sidecar.formats.framing import FramingError, encode_message_indexes, frame, message_indexes, schema_id
+from sidecar.formats.framing import (
+    HEADER_SIZE,
+    MAX_MESSAGE_INDEXES,
+    FramingError,
+    encode_message_indexes,
+    frame,
+    message_indexes,
+    read_varint,
+    schema_id,
+)
 
 
 def test_the_schema_id_is_the_four_bytes_after_the_magic_byte() -> None:
@@ -49,3 +58,32 @@ def test_framing_round_trips(sid: int, indexes: list[int], body: bytes) -> None:
 def test_truncated_message_indexes_are_a_framing_error() -> None:
     with pytest.raises(FramingError, match="ends inside a varint"):
         message_indexes(b"\x00\x00\x00\x00\x07\x04\x82")
+
+
+@pytest.mark.parametrize(
+    ("varint", "reason"),
+    [
+        (b"\x80" * 9 + b"\x02", "varint beyond 64 bits"),
+        (b"\xff" * 9 + b"\x7f", "varint beyond 64 bits"),
+        (b"\xff" * 10 + b"\x01", "varint longer than 10 bytes"),
+    ],
+)
+def test_a_message_index_varint_past_64_bits_is_a_framing_error(varint: bytes, reason: str) -> None:
+    """Issue 32, item 7: the same rule as the Avro plans — a tenth byte above 1 is refused."""
+    with pytest.raises(FramingError, match=reason):
+        message_indexes(b"\x00\x00\x00\x00\x07" + varint)
+    assert read_varint(b"\xff" * 9 + b"\x01", 0) == (2**64 - 1, 10)
+
+
+@settings(max_examples=300, deadline=1000)
+@given(value=st.binary(max_size=40))
+def test_any_bytes_are_framed_or_a_framing_error(value: bytes) -> None:
+    try:
+        sid = schema_id(value)
+        indexes, start = message_indexes(value)
+    except FramingError:
+        return
+    assert 0 <= sid < 2**32
+    assert all(i >= 0 for i in indexes)
+    assert 0 < len(indexes) <= MAX_MESSAGE_INDEXES
+    assert HEADER_SIZE < start <= len(value)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import time
 
 import pytest
 from google.protobuf import descriptor_pb2
+from google.protobuf.message import DecodeError
 
 from sidecar.formats.protobuf import SchemaError, protobuf_time_reader
 from sidecar.formats.timevalues import TimeValueError
@@ -116,3 +118,51 @@ def test_proto_text_and_base64_that_is_no_descriptor_are_not_taken_for_one() -> 
     assert serialized_descriptor(SCHEMA) is None
     assert serialized_descriptor('syntax="proto3";message A{int32 a=1;}') is None
     assert serialized_descriptor("//x") is None  # base64's alphabet, not base64
+
+
+NESTED = 'syntax = "proto3"; message N { N next = 1; optional int64 ts = 2; }'
+
+
+def nested(depth: int) -> bytes:
+    body = b"\x10\x06"  # ts = 6, innermost
+    for _ in range(depth):
+        body = b"\x0a" + encode_varint(len(body)) + body
+    return body
+
+
+def encode_varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def test_a_body_nested_past_the_runtimes_depth_limit_is_a_decode_error_not_a_crash() -> None:
+    """Issue 32, item 5: protobuf's runtime (upb) parses without recursion in Python and stops at
+    100 levels; a body 10,000 deep is a verdict, in microseconds."""
+    reader = protobuf_time_reader(compile_proto(NESTED, {}), MAIN_NAME, (0,), ["next", "ts"], "ms")
+    assert reader.millis(nested(1)) == 6
+    with pytest.raises(DecodeError, match=r"MaxDepth|recursion|depth"):
+        reader.millis(nested(10_000))
+
+
+def test_a_megabyte_of_unknown_fields_is_parsed_in_linear_time() -> None:
+    reader = protobuf_time_reader(compile_proto(NESTED, {}), MAIN_NAME, (0,), ["ts"], "ms")
+    started = time.perf_counter()
+    assert reader.millis(b"\x18\x01" * 500_000 + b"\x10\x07") == 7
+    with pytest.raises(DecodeError):
+        reader.millis(b"\x1a" + encode_varint(2**40) + b"\x00" * 100)  # a length past the body
+    assert time.perf_counter() - started < 2.0
+
+
+def test_a_schema_defining_its_own_google_protobuf_timestamp_is_refused_at_build_time() -> None:
+    """Found by ``python -m testkit.fuzz.protobuf``: the reader met a Timestamp without ``nanos``
+    (or with a message for ``seconds``) only when reading, with an AttributeError."""
+    text = (
+        'syntax = "proto3"; package google.protobuf; message Timestamp { string seconds = 1; }'
+        " message E { Timestamp at = 1; }"
+    )
+    with pytest.raises(SchemaError, match="without int64 seconds and int32 nanos"):
+        protobuf_time_reader(compile_proto(text, {}), MAIN_NAME, (1,), ["at"], "ms")

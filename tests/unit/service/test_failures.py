@@ -27,6 +27,7 @@ from sidecar.core.deadletters import DeadLetterRatioExceeded
 from sidecar.core.timestamps import InvalidTimestampError, RefusedTimestampError
 from sidecar.kafka.admin import AdminError
 from sidecar.kafka.clients import ClientStartError
+from sidecar.kafka.unreadable import ReaderFailed, UnreadableRecords
 from sidecar.registry.client import RegistryRefusedError
 from sidecar.service.error_handler import ErrorHandler
 from sidecar.service.failures import RULES, Action, Phase, decide, describe, is_retriable
@@ -84,6 +85,22 @@ CASES = {
         SINGLE,
         Action.FATAL,
         "refused again",
+    ),
+    "offsets that cannot be read under tolerance none stop, naming them": Case(
+        UnreadableRecords("in", 2, 40, 45, "Invalid CRC"),
+        Phase.MERGE,
+        EOS,
+        PARTITION,
+        Action.FATAL,
+        "chose to stop at bad data",
+    ),
+    "a batch an unhooked reader cannot read stops": Case(
+        ReaderFailed(UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")),
+        Phase.MERGE,
+        ALO,
+        SINGLE,
+        Action.FATAL,
+        "offsets are unknown",
     ),
     "an authorization error stops even under exactly once": Case(
         GroupAuthorizationFailedError(), Phase.COMMIT, EOS, PARTITION, Action.FATAL, "every start"
@@ -256,3 +273,13 @@ def test_a_restart_or_a_failed_commit_shows_as_degraded_health_until_the_cluster
     errors.handle(NotCoordinatorForGroupError(), Phase.MERGE)
     assert health.status()[0] == "degraded"
     assert "restarting from the committed offsets" in health.status()[1]
+
+
+def test_offsets_that_cannot_be_read_stop_with_one_line_naming_them_and_the_way_past() -> None:
+    decision = decide(UnreadableRecords("clicks", 3, 1200, 1250, "Invalid CRC"), Phase.MERGE, ALO, SINGLE)
+    assert "\n" not in decision.message
+    assert decision.message == (
+        "cannot read clicks[3] at offsets 1200-1249: Invalid CRC; stopping (errors.tolerance=none; "
+        "errors.tolerance=all sends such offsets to the dead letter queue; or, with every replica "
+        "stopped: timesync-sidecar offsets reset --partition clicks:3 --to-offset 1250)"
+    )
