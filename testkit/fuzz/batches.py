@@ -90,6 +90,18 @@ def _fields(record: Any) -> tuple[Any, ...]:
     )
 
 
+def _past_the_position(records: list[Any]) -> list[Any]:
+    """aiokafka's records as a consumer takes them: a record whose offset is not past the one
+    before it (a batch whose record offsets lie, CRC and all) is skipped, as Kafka's Java
+    consumer skips a record below its fetch position; aiokafka hands it out, going back."""
+    out, position = [], -1
+    for record in records:
+        if record.offset > position:
+            out.append(record)
+            position = record.offset
+    return out
+
+
 def check(data: bytes, rng: random.Random, limit: int = LIMIT, max_call_s: float = 2.0) -> Outcome:
     """Read ``data`` with the reader, in chunks of random sizes, and hold it to its promises
     (the module's docstring); raises :class:`FuzzFailure` if it breaks one."""
@@ -126,7 +138,7 @@ def check(data: bytes, rng: random.Random, limit: int = LIMIT, max_call_s: float
         return Outcome(len(got), None, None, slowest)
     reference = PartitionRecords(TP, MemoryRecords(data), [], 0, None, None, True, 0)
     try:
-        expected = list(reference)
+        expected = _past_the_position(list(reference))
     except Exception:
         return Outcome(len(got), None, None, slowest)  # we read more than aiokafka can (raw keys)
     if [_fields(r) for r in got] != [_fields(r) for r in expected]:
