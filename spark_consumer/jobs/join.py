@@ -117,26 +117,10 @@ def join(inputs: DataFrame, within_ms: int, how: JoinHow = "inner") -> DataFrame
     return run_operator(inputs, within_ms, how)
 
 
-def split_reads(spark: SparkSession, source: SourceOptions) -> SourceOptions:
-    """``source`` read by as many tasks as the session has shuffle partitions (the Kafka source's
-    ``minPartitions``: each task reads its own range of offsets, no shuffle), unless the user set
-    ``minPartitions`` (``--kafka-option``).
-
-    Why: the ordered topic is one Kafka partition, so its records would come in one task, and
-    everything before the operator's shuffle — the headers, each side's value decoded, the key —
-    would run on one core while the other waits (the operator's rule does not depend on the order
-    of a batch's records). ``aggregate`` decodes its values after the shuffle of its
-    deduplication, on every core; the join has no stage of its own before its operator.
-    """
-    partitions = spark.conf.get("spark.sql.shuffle.partitions") or "1"
-    return dataclasses.replace(source, kafka_options={"minPartitions": partitions, **source.kafka_options})
-
-
 def build(spark: SparkSession, source: SourceOptions, options: JoinOptions) -> JobOutput:
     # With two subjects the source leaves the value BINARY and each side decodes its own records.
     apart = options.right_values is not None
-    source = split_reads(spark, dataclasses.replace(source, decode_values=not apart))
-    records = ordered_stream(spark, source, dedup=False)
+    records = ordered_stream(spark, dataclasses.replace(source, decode_values=not apart), dedup=False)
     inputs = operator_input(records, options, source.values if apart else None)
     frame = join(inputs, options.within_ms, options.how)
     variable = state_variable(inputs)

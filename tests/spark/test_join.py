@@ -10,7 +10,6 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from spark_consumer.jobs import join
 from spark_consumer.jobs.join import JoinOptions
-from spark_consumer.source import SourceOptions
 from tests.spark.ordered_topic import Stamper
 
 pytestmark = [pytest.mark.spark, pytest.mark.broker]
@@ -82,12 +81,3 @@ def test_a_key_field_nested_in_the_value_keys_the_join_as_the_whole_schema_reads
     )
 
     assert [(r.key, r.ts, r.left.order.note, r.right.order.note) for r in out] == [("7", 11, "left", "right")]
-
-
-def test_the_topic_is_read_by_one_task_per_shuffle_partition_unless_the_user_says_otherwise(
-    spark: SparkSession,
-) -> None:
-    source = SourceOptions("localhost:9092", "ordered", kafka_options={"kafka.client.id": "x"})
-    assert join.split_reads(spark, source).kafka_options == {"minPartitions": "2", "kafka.client.id": "x"}
-    mine = SourceOptions("localhost:9092", "ordered", kafka_options={"minPartitions": "1"})
-    assert join.split_reads(spark, mine).kafka_options == {"minPartitions": "1"}

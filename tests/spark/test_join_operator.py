@@ -134,11 +134,10 @@ ENGINES = {"operator": OURS, "spark": ("symmetricHashJoin", "dedupeWithinWaterma
 
 def both(source: SourceOptions, options: JoinOptions) -> JobOutput:
     """The operator's rows and Spark's join's rows, in one query over one read of the topic
-    (``engine`` says whose rows), split between tasks as the job reads it (a batch's records
-    reach the operator in an order of the shuffle's choosing)."""
+    (``engine`` says whose rows)."""
     spark = SparkSession.getActiveSession()
     assert spark is not None
-    records = ordered_stream(spark, join.split_reads(spark, source), dedup=False)
+    records = ordered_stream(spark, source, dedup=False)
     inputs = join.operator_input(records, options)
     ours = join.join(inputs, options.within_ms, options.how).withColumn("engine", F.lit("operator"))
     theirs = spark_join(records, options).withColumn("engine", F.lit("spark"))
