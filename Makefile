@@ -52,10 +52,21 @@ $(OPERATOR_JAR): $(OPERATOR_POM) $(shell find operators/suppress/src -name '*.ja
 	$(MVN) -q -B -f $(OPERATOR_POM) package
 	@mkdir -p $(dir $@) && cp operators/suppress/target/$(notdir $@) $@
 
+# timesync's interval join (`join`'s StatefulProcessor), built and shipped the same way; its pom
+# pins the same Spark (tests/unit/test_session_operator.py holds the two poms equal).
+JOIN_OPERATOR_POM := operators/join/pom.xml
+JOIN_OPERATOR_JAR := .cache/jars/operator/timesync-join-operator-$(SPARK_VERSION).jar
+$(JOIN_OPERATOR_JAR): $(JOIN_OPERATOR_POM) $(shell find operators/join/src -name '*.java') | $(STAMP_JARS) $(STAMP_REGISTRY) $(OPERATOR_JAR)
+	@command -v $(MVN) >/dev/null || { echo "mvn not found: install Apache Maven (the join operator is built with it)" >&2; exit 1; }
+	$(MVN) -q -B -f $(JOIN_OPERATOR_POM) package
+	@mkdir -p $(dir $@) && cp operators/join/target/$(notdir $@) $@
+
+OPERATOR_JARS := $(OPERATOR_JAR) $(JOIN_OPERATOR_JAR)
+
 venv: $(STAMP_PY)
-jars: $(STAMP_JARS) $(OPERATOR_JAR)
-# Every target that may run `suppress` builds its operator first.
-test-chaos demo bench: $(OPERATOR_JAR)  # test: through bootstrap
+jars: $(STAMP_JARS) $(OPERATOR_JARS)
+# Every target that may run `suppress` or `join` builds their operators first.
+test-chaos demo bench: $(OPERATOR_JARS)  # test: through bootstrap
 
 # Apicurio Registry (Schema Registry with Confluent's API) for the avro:/protobuf: tests: its
 # tar.gz (~158 MB) is fetched once with mvn into .cache/registry and unpacked there.
@@ -89,7 +100,7 @@ test: bootstrap
 	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bootstrap:
-	@$(MAKE) --no-print-directory -j4 lint $(STAMP_JARS) $(OPERATOR_JAR) $(STAMP_PROM) $(STAMP_REGISTRY)
+	@$(MAKE) --no-print-directory -j4 lint $(STAMP_JARS) $(OPERATOR_JARS) $(STAMP_PROM) $(STAMP_REGISTRY)
 
 # The fault tests (tests/faults) at the size of the reliability issue: 200,000 records, 12 kill -9
 # restarts, a 50 s broker outage, and on a local three-broker cluster rolling restarts, leader and

@@ -18,7 +18,9 @@ THROUGHPUT_VS_PASSTHROUGH = 0.9
 ADDED_P99_MS = 50
 SUPPRESS_VS_AGGREGATE_RATE = 0.7  # suppress's records/s ≥ this × aggregate's (issue 25)
 SUPPRESS_VS_AGGREGATE_CPU = 2.0  # suppress's CPU µs/record ≤ this × aggregate's (issue 25)
-REMEMBERED_VS_ACTIVE_ONLY = 0.7  # suppress with 1M keys remembered ≥ this × its 5k-key rate
+REMEMBERED_VS_ACTIVE_ONLY = 0.7  # suppress (join) with 1M keys remembered ≥ this × its active-only rate
+JOIN_VS_AGGREGATE_RATE = 1.0  # join's records/s ≥ this × aggregate's (issue 36)
+ROWS_VS_ACTIVE_ONLY = 1.5  # join with 1M keys remembered writes ≤ this × the state rows per batch
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -55,6 +57,7 @@ def goals(results: dict[str, Any]) -> dict[str, Any]:
         "steady_idle_0_added_p99_ms": steady_goal(results),
         "spark_fewer_drops_on_ordered_topic": spark_drops_goal(results),
         **suppress_goals(results.get("spark_jobs")),
+        **join_goals(results.get("spark_jobs")),
         "idle_auto_not_beaten_by_a_fixed_setting": idle_auto_goal(results),
         "extractors_over_record": extractor_goal(results),
     }
@@ -234,5 +237,43 @@ def suppress_goals(spark_jobs: dict[str, Any] | None) -> dict[str, Any]:
             "ratio": kept_ratio,
             "target": REMEMBERED_VS_ACTIVE_ONLY,
             "met": _met(kept_ratio >= REMEMBERED_VS_ACTIVE_ONLY if kept_ratio is not None else None),
+        },
+    }
+
+
+def join_goals(spark_jobs: dict[str, Any] | None) -> dict[str, Any]:
+    """``join`` against ``aggregate`` over the same backlog (bench.spark_rates): its rate at least
+    ``JOIN_VS_AGGREGATE_RATE``× aggregate's; with many keys remembered (bench.spark_state), at
+    least ``REMEMBERED_VS_ACTIVE_ONLY``× its rate over the active keys alone, writing at most
+    ``ROWS_VS_ACTIVE_ONLY``× the state rows per batch: its state follows the active keys. ``met``
+    is ``None`` without the figures (``--quick`` has no remembered-keys case)."""
+    jobs = (spark_jobs or {}).get("jobs") or {}
+    agg, join = jobs.get("aggregate") or {}, jobs.get("join") or {}
+    rate_ratio = _ratio(join.get("records_per_s"), agg.get("records_per_s"))
+    remembered = (spark_jobs or {}).get("join_keys_remembered") or {}
+    kept_ratio = _ratio(remembered.get("records_per_s"), join.get("records_per_s"))
+    rows_ratio = _ratio(remembered.get("state_rows_updated_median"), join.get("state_rows_updated_median"))
+    both = None if kept_ratio is None or rows_ratio is None else (kept_ratio, rows_ratio)
+    return {
+        "spark_join_rate_vs_aggregate": {
+            "join_records_per_s": join.get("records_per_s"),
+            "aggregate_records_per_s": agg.get("records_per_s"),
+            "ratio": rate_ratio,
+            "target": JOIN_VS_AGGREGATE_RATE,
+            "met": _met(rate_ratio >= JOIN_VS_AGGREGATE_RATE if rate_ratio is not None else None),
+        },
+        "spark_join_keys_remembered": {
+            "keys_remembered": remembered.get("keys_remembered"),
+            "records_per_s": remembered.get("records_per_s"),
+            "active_keys_only_records_per_s": join.get("records_per_s"),
+            "ratio": kept_ratio,
+            "target": REMEMBERED_VS_ACTIVE_ONLY,
+            "state_rows_updated_median": remembered.get("state_rows_updated_median"),
+            "active_keys_only_state_rows_updated_median": join.get("state_rows_updated_median"),
+            "state_rows_ratio": rows_ratio,
+            "state_rows_target": ROWS_VS_ACTIVE_ONLY,
+            "met": _met(
+                both[0] >= REMEMBERED_VS_ACTIVE_ONLY and both[1] <= ROWS_VS_ACTIVE_ONLY if both else None
+            ),
         },
     }

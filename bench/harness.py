@@ -131,7 +131,7 @@ async def spark_phases(
     bootstrap: str, tag: str, p: Plan, out_dir: Path, early: Any, clock: PhaseClock
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The Spark part (raw inputs against the ordered topic), then each job's own rate on the
-    same session, and (full runs) suppress with many keys remembered."""
+    same session, and (full runs) suppress and join with many keys remembered."""
     from bench import spark_bench, spark_rates
 
     log_dir = out_dir / "logs"
@@ -143,8 +143,8 @@ async def spark_phases(
         from bench import spark_state
 
         with clock.phase("spark_state"):
-            five_k = spark_jobs["jobs"]["suppress"]["records_per_s"]
-            spark_jobs["suppress_keys_remembered"] = await spark_state.spark_state_phase(
-                bootstrap, tag, p, session, log_dir, five_k
+            # suppress_keys_remembered, join_keys_remembered: beside each job's figures above
+            spark_jobs.update(
+                await spark_state.spark_state_phase(bootstrap, tag, p, session, log_dir, spark_jobs["jobs"])
             )
     return spark, spark_jobs

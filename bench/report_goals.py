@@ -25,6 +25,7 @@ def goals_section(goals: dict[str, Any]) -> list[str]:
         *_order_rows(goals),
         *_latency_rows(goals),
         *_spark_rows(goals),
+        *join_rows(goals),
         *_idle_auto_rows(goals),
         *_extractor_rows(goals),
     ]
@@ -107,6 +108,27 @@ def _spark_rows(g: dict[str, Any]) -> list[str]:
             f"| Spark suppress with {fmt(sk['keys_remembered'])} keys remembered ≥ {sk['target']}× its rate "
             f"over the active keys alone | {fmt(sk['ratio'])}× ({fmt(sk['records_per_s'])} vs "
             f"{fmt(sk['active_keys_only_records_per_s'])} records/s) | {YES[sk['met']]} |"
+        )
+    return lines
+
+
+def join_rows(g: dict[str, Any]) -> list[str]:
+    """The rows for ``join`` (:func:`bench.goals.join_goals`), those with figures."""
+    lines = []
+    jr, jk = g.get("spark_join_rate_vs_aggregate"), g.get("spark_join_keys_remembered")
+    if jr and jr["ratio"] is not None:
+        lines.append(
+            f"| Spark join records/s ≥ {jr['target']}× aggregate's | {fmt(jr['ratio'])}× "
+            f"({fmt(jr['join_records_per_s'])} vs {fmt(jr['aggregate_records_per_s'])} records/s) "
+            f"| {YES[jr['met']]} |"
+        )
+    if jk and jk["ratio"] is not None:
+        lines.append(
+            f"| Spark join with {fmt(jk['keys_remembered'])} keys remembered ≥ {jk['target']}× its rate over "
+            f"the active keys alone, ≤ {jk['state_rows_target']}× the state rows per batch | "
+            f"{fmt(jk['ratio'])}× ({fmt(jk['records_per_s'])} vs {fmt(jk['active_keys_only_records_per_s'])} "
+            f"records/s); rows {fmt(jk['state_rows_ratio'])}× ({fmt(jk['state_rows_updated_median'])} vs "
+            f"{fmt(jk['active_keys_only_state_rows_updated_median'])}) | {YES[jk['met']]} |"
         )
     return lines
 

@@ -40,6 +40,17 @@ def spark_jobs_section(sj: dict[str, Any]) -> list[str]:
             f"suppress figure above); state rows written per batch: median "
             f"{fmt(kr['state_rows_updated_median'])} over {len(kr['state_rows_updated_per_batch'])} batches.",
         ]
+    jr = sj.get("join_keys_remembered")
+    if jr:
+        lines += [
+            "",
+            f"`join` over the same backlog, keyed by order id with `--within {jr['within']}` (each of the "
+            f"{jr['keys_remembered']:,} remembered records held as a key of its own): "
+            f"{fmt(jr['records_per_s'])} records/s after the active phase's first batch "
+            f"({fmt(jr['vs_active_keys_only'])}× the join figure above); state rows written per batch: "
+            f"median {fmt(jr['state_rows_updated_median'])} ({fmt(jr['state_rows_vs_active_keys_only'])}× "
+            "the join's over the active keys alone).",
+        ]
     return lines
 
 

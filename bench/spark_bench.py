@@ -256,7 +256,8 @@ def _session(timing: dict[str, float]) -> Any:
             conf={
                 "spark.sql.streaming.numRecentProgressUpdates": "10000",
                 # The replay's figures do not depend on Spark's speed (batches are cut by offsets);
-                # these only make it finish sooner: one state partition, the in-memory store.
+                # these only make it finish sooner: one state partition, the in-memory store
+                # (but for the join, whose operator needs RocksDB: spark_replay.start_replay).
                 "spark.sql.streaming.stateStore.providerClass": (
                     "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
                 ),

@@ -25,6 +25,10 @@ no-data batches included: they fire timers and move the watermark). The first ba
 analysis, code generation, the state store's creation, the Python workers' start — is reported
 apart as ``first_batch_s``, and ``wall_s`` is the query from start to end.
 
+**State rows written per batch** (``state_rows_updated_median``) = the median, over the data
+batches after the first, of ``numRowsUpdated`` summed over the batch's stateful operators: what
+the state store wrote, which should follow the keys a batch holds (:mod:`bench.spark_state`).
+
 **CPU per record** (``cpu_us_per_record``) = the CPU time of the Spark JVM (``local[2]``: the
 driver runs every task) and its Python workers (:mod:`bench.proc_cpu`), read when the first data
 batch has reported (polled every ``POLL_S``) and when the query has ended, / the records of the
@@ -37,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import random
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -111,9 +116,17 @@ def orders_and_payments(
 
 
 def job_args(
-    job: str, bootstrap: str, topic: str, out: str, orders: str, payments: str, ttl: str = SUPPRESS_TTL
+    job: str,
+    bootstrap: str,
+    topic: str,
+    out: str,
+    orders: str,
+    payments: str,
+    ttl: str = SUPPRESS_TTL,
+    within: str = JOIN_WITHIN,
 ) -> list[str]:
-    """The ``timesync-spark`` command line of one measured job (``ttl``: suppress's)."""
+    """The ``timesync-spark`` command line of one measured job (``ttl``: suppress's, ``within``:
+    join's)."""
     common = [
         "--bootstrap-servers", bootstrap, "--topic", topic, "--output-topic", out,
         "--value-schema", VALUE_SCHEMA, "--trigger", "available-now",
@@ -121,7 +134,7 @@ def job_args(
     if job == "aggregate":
         return ["aggregate", *common, "--size", WINDOW]
     if job == "join":
-        return ["join", *common, "--left", orders, "--right", payments, "--within", JOIN_WITHIN,
+        return ["join", *common, "--left", orders, "--right", payments, "--within", within,
                 "--key-field", "id"]  # fmt: skip
     return ["suppress", *common, "--size", WINDOW, "--ttl", ttl]
 
@@ -150,6 +163,17 @@ def _topic_records(batch: dict[str, Any]) -> int:
     )
 
 
+def rows_updated(batch: dict[str, Any]) -> int:
+    """State rows a batch wrote: ``numRowsUpdated`` summed over its stateful operators."""
+    return sum(int(op.get("numRowsUpdated") or 0) for op in batch.get("stateOperators") or [])
+
+
+def rows_updated_median(batches: list[dict[str, Any]]) -> int | None:
+    """The median state rows written per batch over those of ``batches`` that read records."""
+    updated = [rows_updated(b) for b in batches if _topic_records(b)]
+    return statistics.median_low(updated) if updated else None
+
+
 def rate(progress: list[dict[str, Any]]) -> dict[str, Any]:
     """Rate with start-up apart, from a query's progress reports (see the module docstring)."""
     batches = sorted(progress, key=lambda b: int(b["batchId"]))
@@ -167,6 +191,7 @@ def rate(progress: list[dict[str, Any]]) -> dict[str, Any]:
         "records": sum(_topic_records(b) for b in data),
         "records_after_first_batch": rows,
         "seconds_after_first_batch": round(ms / 1000, 2),
+        "state_rows_updated_median": rows_updated_median(later),
         "time_split_ms": time_split(later),
     }
 

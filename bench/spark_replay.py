@@ -60,15 +60,30 @@ def start_replay(
         with lock:
             batches.append((batch_id, rows))
 
-    query = (
-        output.frame.writeStream.outputMode(output.output_mode)
-        .foreachBatch(keep)
-        .option("checkpointLocation", str(ck))
-        .queryName(f"bench-{job}-{topic}")
-        .trigger(availableNow=True)
-        .start()
-    )
-    return batches, query
+    return batches, _start_query(spark, output, keep, job, topic, ck)
+
+
+def _start_query(spark: Any, output: Any, keep: Any, job: str, topic: str, ck: Path) -> Any:
+    """Start ``output``'s query into ``keep``. The join's operator (transformWithState) runs only on
+    the RocksDB state store, whatever the session's (in-memory) store; a query keeps the session's
+    settings of the moment it starts, so the session's is set back right after."""
+    from spark_consumer.session import ROCKSDB_PROVIDER
+
+    provider = "spark.sql.streaming.stateStore.providerClass"
+    session_provider = spark.conf.get(provider)
+    if job == "join":
+        spark.conf.set(provider, ROCKSDB_PROVIDER)
+    try:
+        return (
+            output.frame.writeStream.outputMode(output.output_mode)
+            .foreachBatch(keep)
+            .option("checkpointLocation", str(ck))
+            .queryName(f"bench-{job}-{topic}")
+            .trigger(availableNow=True)
+            .start()
+        )
+    finally:
+        spark.conf.set(provider, session_provider)
 
 
 def batch_ends(query: Any, topic: str) -> dict[int, int]:

@@ -3,7 +3,8 @@
 Two kinds of drop, both reported per micro-batch by Spark:
 
 - **late for Spark's watermark**: ``numRowsDroppedByWatermark`` of each stateful operator
-  (deduplication, aggregation, join) — rows whose event time was at or below the watermark;
+  (deduplication, aggregation, the join's operator, which Spark filters on the watermarked event
+  time it carries) — rows whose event time was at or below the watermark;
 - **late for their key** (suppress only): the processor's count, published as the observed
   metric ``timesync_suppress.late_rows``.
 

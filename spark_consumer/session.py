@@ -8,10 +8,10 @@ driver JVM reads them once:
   otherwise the jars come from a directory (``--jars-dir``; in a checkout ``make jars`` fills
   ``.cache/jars/spark`` from ``deploy/local/pom.xml``) and go on ``spark.jars``, or, on machines
   that reach Maven Central, from Ivy (``spark.jars.packages``). :func:`connector_conf` has the order.
-- **timesync's suppress operator.** ``suppress`` runs a JVM ``StatefulProcessor`` built from
-  ``operators/suppress`` (``timesync-suppress-operator-<pyspark version>.jar``). It goes on
-  ``spark.jars`` from wherever it is found (:func:`find_operator_jar`); when it is nowhere,
-  only ``suppress`` fails, with one line that says how to build it.
+- **timesync's operators.** ``suppress`` and ``join`` each run a JVM ``StatefulProcessor`` built
+  from ``operators/<job>`` (``timesync-<job>-operator-<pyspark version>.jar``). Each goes on
+  ``spark.jars`` from wherever it is found (:func:`find_operator_jar`); when one is nowhere,
+  only its job fails, with one line that says how to build it.
 - **The Python workers.** No job runs Python code in Spark's workers today, but any Python UDF
   would, and workers must use the driver's interpreter (the one with this package), so
   ``PYSPARK_PYTHON`` and ``PYSPARK_DRIVER_PYTHON`` are set to :data:`sys.executable`.
@@ -26,18 +26,19 @@ runs one task per partition; Spark's default of 200 is slow on small machines) a
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spark_consumer.value_limits import ValueLimits
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_JARS_DIR = REPO / ".cache" / "jars" / "spark"
@@ -47,7 +48,9 @@ JARS_DIR_ENV = "TIMESYNC_SPARK_JARS_DIR"
 PACKAGES_ENV = "TIMESYNC_SPARK_PACKAGES"
 
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
-OPERATOR = "timesync-suppress-operator"
+#: The jobs that run one of timesync's JVM operators, and its artifact (``operators/<job>``).
+OPERATORS = {"suppress": "timesync-suppress-operator", "join": "timesync-join-operator"}
+OPERATOR = OPERATORS["suppress"]
 DEFAULT_OPERATOR_DIR = REPO / ".cache" / "jars" / "operator"
 AVRO = "spark-avro_2.13"  # from_avro, for --value-format avro
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -164,12 +167,12 @@ def connector_conf(options: SessionOptions) -> dict[str, str]:
     )
 
 
-def operator_jar_name() -> str:
-    return f"{OPERATOR}-{pyspark_version()}.jar"
+def operator_jar_name(job: str = "suppress") -> str:
+    return f"{OPERATORS[job]}-{pyspark_version()}.jar"
 
 
-def find_operator_jar(options: SessionOptions) -> Path | None:
-    """timesync's suppress operator jar for this pyspark, or ``None`` when it is nowhere.
+def find_operator_jar(options: SessionOptions, job: str = "suppress") -> Path | None:
+    """timesync's operator jar of ``job`` for this pyspark, or ``None`` when it is nowhere.
 
     Looked for in the jars directory (``options.jars_dir`` or ``$TIMESYNC_SPARK_JARS_DIR``),
     then in the checkout's ``.cache/jars/operator`` (``make jars``). A jar already in
@@ -177,28 +180,43 @@ def find_operator_jar(options: SessionOptions) -> Path | None:
     """
     env_dir = os.environ.get(JARS_DIR_ENV)
     jars_dir = options.jars_dir or (Path(env_dir) if env_dir else None)
-    name = operator_jar_name()
+    name = operator_jar_name(job)
     for folder in (jars_dir, DEFAULT_OPERATOR_DIR):
         if folder is not None and (folder / name).is_file():
             return folder / name
     return None
 
 
-def operator_missing() -> str:
-    """The one line a user reads when ``suppress`` cannot find its operator."""
+def operator_missing(job: str = "suppress") -> str:
+    """The one line a user reads when ``job`` cannot find its operator."""
     return (
-        f"timesync's suppress operator ({operator_jar_name()}) is not on Spark's classpath: in a "
-        f"timesync checkout run `make jars` (Maven builds it from operators/suppress into "
+        f"timesync's {job} operator ({operator_jar_name(job)}) is not on Spark's classpath: in a "
+        f"timesync checkout run `make jars` (Maven builds it from operators/{job} into "
         f"{DEFAULT_OPERATOR_DIR}), or put that jar in --jars-dir DIR or {spark_home() / 'jars'}"
     )
 
 
+def operator_class(frame: DataFrame, class_name: str, job: str) -> Any:
+    """The Java class ``class_name`` of ``job``'s operator, through ``frame``'s py4j gateway.
+
+    Raises :class:`SessionError` (:func:`operator_missing`: what is missing, how to build it)
+    when the jar is not on Spark's classpath.
+    """
+    jvm: Any = frame.sparkSession._jvm
+    try:
+        loader = jvm.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName(class_name, True, loader)
+    except Exception as e:  # py4j wraps ClassNotFoundException
+        raise SessionError(operator_missing(job)) from e
+    return functools.reduce(getattr, class_name.split("."), jvm)
+
+
 def _with_operator(conf: dict[str, str], options: SessionOptions) -> dict[str, str]:
-    jar = find_operator_jar(options)
-    if jar is None or str(jar) in conf.get("spark.jars", ""):
-        return conf
+    """``conf`` with every operator jar that is found added to ``spark.jars`` (once)."""
     jars = [j for j in conf.get("spark.jars", "").split(",") if j]
-    return {**conf, "spark.jars": ",".join([*jars, str(jar)])}
+    found = [str(jar) for job in OPERATORS if (jar := find_operator_jar(options, job)) is not None]
+    added = [jar for jar in found if jar not in jars]
+    return {**conf, "spark.jars": ",".join([*jars, *added])} if added else conf
 
 
 def _what_to_do() -> str:

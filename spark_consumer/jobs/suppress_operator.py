@@ -14,8 +14,8 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from spark_consumer import session
 from spark_consumer.options import AggSpec, WindowSpec
-from spark_consumer.session import SessionError, operator_missing
 
 OPERATOR_CLASS = "io.timesync.suppress.SuppressOperator"
 #: Input columns, in the order the operator reads them (then one DOUBLE per aggregation).
@@ -41,13 +41,7 @@ def operator_class(inputs: DataFrame) -> Any:
     Raises :class:`SessionError` (one line: what is missing, how to build it) when the jar is not
     on Spark's classpath.
     """
-    jvm: Any = inputs.sparkSession._jvm
-    try:
-        loader = jvm.Thread.currentThread().getContextClassLoader()
-        jvm.java.lang.Class.forName(OPERATOR_CLASS, True, loader)
-    except Exception as e:  # py4j wraps ClassNotFoundException
-        raise SessionError(operator_missing()) from e
-    return jvm.io.timesync.suppress.SuppressOperator
+    return session.operator_class(inputs, OPERATOR_CLASS, "suppress")
 
 
 def state_variable(inputs: DataFrame) -> str:

@@ -45,6 +45,13 @@ def test_a_join_reading_the_topic_once_per_side_counts_each_record_once() -> Non
     assert r["records"] == 2000
 
 
+def test_state_rows_written_are_the_median_over_the_data_batches_after_the_first() -> None:
+    progress = [batch(0, 1000, 9000), batch(1, 1000, 500), batch(2, 1000, 500), batch(3, 0, 500, end=3000)]
+    for b, rows in zip(progress, (1000, 300, 100, 50_000), strict=True):
+        b["stateOperators"] = [{"numRowsUpdated": rows // 2}, {"numRowsUpdated": rows - rows // 2}]
+    assert rate(progress)["state_rows_updated_median"] == 100, "the first and the no-data batch left out"
+
+
 def test_a_partition_new_in_a_batch_counts_from_its_start() -> None:
     second = batch(1, 1000, 1000)
     second["sources"][0]["endOffset"] = json.dumps({"ordered": {"0": 2000, "1": 500}})

@@ -1,5 +1,5 @@
-"""The remembered-keys case of suppress (bench.spark_state): its workload and how its active
-phase is read from the progress reports — no Spark here."""
+"""The remembered-keys case of suppress and join (bench.spark_state): its workload, how its active
+phase is read from the progress reports, and the goals read off it — no Spark here."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 
 import orjson
 
-from bench.goals import suppress_goals
+from bench.goals import join_goals, suppress_goals
+from bench.report_goals import join_rows
 from bench.spark_state import active_phase, remember_events
 
 
@@ -70,3 +71,38 @@ def test_the_remembered_keys_goal_compares_with_the_active_keys_only_rate() -> N
     goal = suppress_goals(jobs)["spark_suppress_keys_remembered"]
     assert (goal["ratio"], goal["met"]) == (0.8, True)
     assert suppress_goals({"jobs": {}})["spark_suppress_keys_remembered"]["met"] is None
+
+
+def test_the_join_goals_compare_its_rate_with_aggregate_and_its_remembered_keys_with_its_active_keys() -> (
+    None
+):
+    jobs = {
+        "jobs": {
+            "aggregate": {"records_per_s": 10_000},
+            "join": {"records_per_s": 11_000, "state_rows_updated_median": 1_000},
+        },
+        "join_keys_remembered": {
+            "keys_remembered": 1_000_000,
+            "records_per_s": 9_900,
+            "state_rows_updated_median": 1_200,
+        },
+    }
+    goals = join_goals(jobs)
+    rate, kept = goals["spark_join_rate_vs_aggregate"], goals["spark_join_keys_remembered"]
+    assert (rate["ratio"], rate["met"]) == (1.1, True)
+    assert (kept["ratio"], kept["state_rows_ratio"], kept["met"]) == (0.9, 1.2, True)
+    lines = join_rows(goals)
+    assert lines[0].startswith(
+        "| Spark join records/s ≥ 1.0× aggregate's | 1.1× (11,000 vs 10,000 records/s) | yes |"
+    )
+    assert "1,000,000 keys remembered" in lines[1]
+
+
+def test_a_join_whose_state_writes_follow_the_remembered_keys_misses_its_goal() -> None:
+    jobs = {
+        "jobs": {"join": {"records_per_s": 11_000, "state_rows_updated_median": 1_000}},
+        "join_keys_remembered": {"records_per_s": 10_000, "state_rows_updated_median": 1_000_000},
+    }
+    assert join_goals(jobs)["spark_join_keys_remembered"]["met"] is False
+    assert join_goals({"jobs": {}})["spark_join_keys_remembered"]["met"] is None
+    assert join_goals(None)["spark_join_rate_vs_aggregate"]["met"] is None

@@ -60,3 +60,24 @@ def test_unmatched_rows_come_out_once_the_watermark_passes(
     if how == "outer":
         expected.append(("lonely-payment", None, 31, 31))
     assert got == expected
+
+
+NESTED = StructType(
+    [StructField("order", StructType([StructField("id", LongType()), StructField("note", StringType())]))]
+)
+
+
+def test_a_key_field_nested_in_the_value_keys_the_join_as_the_whole_schema_reads_it(
+    spark: SparkSession, stream: Any
+) -> None:
+    nested = JoinOptions("orders", "payments", within_ms=5, key_field="order.id", left_schema=NESTED)
+    s = stream(lambda src: join.build(spark, src, nested), watermark_delay_ms=10)
+    stamp = Stamper()
+
+    out = s.feed(
+        stamp.record(10, {"order": {"id": 7, "note": "left"}}, topic="orders"),
+        stamp.record(11, {"order": {"id": 7, "note": "right"}}, topic="payments"),
+        stamp.record(12, {"order": {"id": "not a number", "note": "x"}}, topic="payments"),
+    )
+
+    assert [(r.key, r.ts, r.left.order.note, r.right.order.note) for r in out] == [("7", 11, "left", "right")]

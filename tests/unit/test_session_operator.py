@@ -1,7 +1,9 @@
-"""Where ``suppress`` finds timesync's JVM operator, and the one line it says when it cannot."""
+"""Where ``suppress`` and ``join`` find timesync's JVM operators, and the one line each says when
+it cannot."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -9,10 +11,12 @@ import pyspark
 import pytest
 
 from spark_consumer import session
-from spark_consumer.jobs import suppress_operator
+from spark_consumer.jobs import join_operator, suppress_operator
 from spark_consumer.session import SessionError, SessionOptions, session_conf
 
 JAR = f"timesync-suppress-operator-{pyspark.__version__}.jar"
+JOIN_JAR = f"timesync-join-operator-{pyspark.__version__}.jar"
+ROOT = Path(__file__).resolve().parents[2]
 CONNECTOR = f"spark-sql-kafka-0-10_2.13-{pyspark.__version__}.jar"
 
 
@@ -35,6 +39,28 @@ def test_make_jars_puts_the_operator_on_spark_jars_beside_the_connector(checkout
     (checkout / "operator" / JAR).write_bytes(b"")
     jars = session_conf(SessionOptions())["spark.jars"].split(",")
     assert jars == [str(checkout / "spark" / CONNECTOR), str(checkout / "operator" / JAR)]
+
+
+def test_make_jars_puts_both_operators_on_spark_jars(checkout: Path) -> None:
+    (checkout / "operator").mkdir()
+    for name in (JAR, JOIN_JAR):
+        (checkout / "operator" / name).write_bytes(b"")
+    jars = session_conf(SessionOptions())["spark.jars"].split(",")
+    assert jars == [
+        str(checkout / "spark" / CONNECTOR),
+        *(str(checkout / "operator" / n) for n in (JAR, JOIN_JAR)),
+    ]
+
+
+def test_the_operators_are_built_against_the_same_spark_with_the_same_build() -> None:
+    """The Makefile names both jars after the suppress pom's Spark version."""
+
+    def build(pom: str) -> str:
+        text = (ROOT / "operators" / pom / "pom.xml").read_text(encoding="utf-8")
+        text = re.sub(r"<!--.*?-->", "", text, flags=re.DOTALL)
+        return text.replace(f"timesync-{pom}-operator", "NAME")
+
+    assert build("join") == build("suppress")
 
 
 def test_a_jars_dir_holding_the_operator_puts_it_on_spark_jars_once(tmp_path: Path) -> None:
@@ -83,3 +109,12 @@ def test_suppress_without_its_jar_says_in_one_line_what_is_missing_and_how_to_bu
     assert f"timesync's suppress operator ({JAR}) is not on Spark's classpath" in message
     assert "run `make jars`" in message
     assert "operators/suppress" in message
+
+
+def test_join_without_its_jar_says_in_one_line_what_is_missing_and_how_to_build_it() -> None:
+    with pytest.raises(SessionError) as error:
+        join_operator.state_variable(_Frame)  # type: ignore[arg-type]
+    message = str(error.value)
+    assert "\n" not in message
+    assert f"timesync's join operator ({JOIN_JAR}) is not on Spark's classpath" in message
+    assert "operators/join" in message
