@@ -47,6 +47,20 @@ def write_outputs(out: Path, stem: str, results: Any, table: str) -> int:
     return 0
 
 
+def stamp(quick: bool, load_at_start: list[float]) -> dict[str, Any]:
+    """What a standalone command's JSON says of its run: whether it was a smoke run, when it
+    ended and the machine's load around it (``python -m bench readme --extractors`` shows it)."""
+    import datetime
+    import os
+
+    return {
+        "quick": quick,
+        "measured_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "load_average_at_start": load_at_start,
+        "load_average_at_end": list(os.getloadavg()),
+    }
+
+
 def quiet_kafka_logs() -> None:
     import logging
 

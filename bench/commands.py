@@ -17,6 +17,7 @@ from bench.command import (
     Command,
     comma_list,
     quiet_kafka_logs,
+    stamp,
     unknown_workloads,
     workloads_error,
     write_outputs,
@@ -106,7 +107,9 @@ def extractors_command(args: argparse.Namespace, parser: argparse.ArgumentParser
     from bench import extractors
     from bench.report import extractors_section
 
+    load_at_start = list(os.getloadavg())
     measured = extractors.run(20_000, 3) if args.quick else extractors.run(args.records, args.repeats)
+    measured.update(stamp(bool(args.quick), load_at_start))
     return write_outputs(args.out, "extractors", measured, "\n".join(extractors_section(measured)))
 
 
@@ -128,10 +131,10 @@ def extractors_e2e_command(args: argparse.Namespace, parser: argparse.ArgumentPa
     n = 100_000 if args.quick else args.records
     logs = args.out / "extractors-e2e-logs"
     logs.mkdir(parents=True, exist_ok=True)
+    load_at_start = list(os.getloadavg())
     with kafka() as bootstrap, registry() as registry_url:
         measured = asyncio.run(extractors_e2e.run(bootstrap, registry_url, n, logs))
-    measured["quick"] = bool(args.quick)
-    measured["load_average_at_end"] = list(os.getloadavg())
+    measured.update(stamp(bool(args.quick), load_at_start))
     load = ", ".join(f"{x:.2f}" for x in measured["load_average_at_end"])
     table = "\n".join([*extractors_e2e_section(measured), "", f"Load average at the end: {load}."])
     return write_outputs(args.out, "extractors_e2e", measured, table)
@@ -239,12 +242,30 @@ def spark_knobs_command(args: argparse.Namespace, parser: argparse.ArgumentParse
 def readme_arguments(readme: argparse.ArgumentParser) -> None:
     readme.add_argument("--results", type=Path, default=RESULTS / "results.json")
     readme.add_argument("--pending", action="store_true", help="write the 'no full run recorded' text")
+    readme.add_argument(
+        "--extractors",
+        type=Path,
+        metavar="DIR",
+        help="rewrite only the extractors block, from DIR/extractors.json and DIR/extractors_e2e.json "
+        "(python -m bench extractors and extractors-e2e at their full sizes)",
+    )
 
 
 def readme_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from bench import readmes
 
     repo = Path(__file__).resolve().parents[1]
+    if args.extractors is not None:
+        runs = [
+            json.loads((args.extractors / f"{stem}.json").read_text())
+            for stem in ("extractors", "extractors_e2e")
+        ]
+        if any(run.get("quick", True) for run in runs):
+            print(f"{args.extractors}: a --quick run (or one before its stamp): READMEs left alone")
+            return 0
+        for path in readmes.update_extractor_block(runs[0], runs[1], repo):
+            print(f"rewritten: {path.relative_to(repo)}")
+        return 0
     results = None
     if not args.pending:
         results = json.loads(args.results.read_text())

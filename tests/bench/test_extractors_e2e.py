@@ -114,3 +114,29 @@ def test_a_full_run_drains_every_extractor_and_quick_only_those_without_a_regist
     assert full.extractor_e2e_records == 1_000_000
     assert quick.extractor_e2e_specs == ("record", "json:meta.ts")
     assert not any(map(extractors_e2e.needs_registry, quick.extractor_e2e_specs))
+
+
+def test_the_extractors_block_alone_comes_from_the_two_commands_and_leaves_the_rest(tmp_path: Path) -> None:
+    """``python -m bench readme --extractors DIR`` rewrites that one block from the standalone
+    commands' JSON; another block of the same README is left as it was."""
+    from tests.bench.test_extractors import measured as in_process
+
+    readme = tmp_path / "bench" / "README.md"
+    readme.parent.mkdir()
+    readme.write_text(
+        "<!-- bench:extractors -->\nold\n<!-- /bench:extractors -->\n"
+        "<!-- bench:results -->\nkept\n<!-- /bench:results -->\n"
+    )
+    stamp = {
+        "quick": False,
+        "measured_at": "2026-11-28T05:00:00+00:00",
+        "load_average_at_start": [1.5],
+        "load_average_at_end": [1.25],
+    }
+    changed = readmes.update_extractor_block({**in_process(0.4), **stamp}, {**measured(), **stamp}, tmp_path)
+    assert changed == [readme]
+    text = readme.read_text()
+    assert "old" not in text
+    assert "kept" in text
+    assert "load average 1.50 at the start and 1.25 at the end" in text
+    assert "| `avro:meta.ts` | 200 | 400,000 | 4.00 | +2.00 |" in text
