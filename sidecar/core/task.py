@@ -103,7 +103,7 @@ class MergeTask:
         #: How long a quiet partition is waited for (fixed, learnt, or not at all), chosen once.
         self._idle = make_idle(cfg.max_task_idle_ms, cfg.max_task_idle_budget_ms, len(self._parts))
         self._gate = Gate(self._idle)
-        self._group = PartitionGroup(self._parts, self._gate)
+        self._group = PartitionGroup(self._parts, self._gate, cfg)
         self._holds = Holds(self._parts, cfg.buffered_records_per_partition)
         self._watermark = TaskWatermark()
         self._stream_time = UNKNOWN
@@ -153,12 +153,12 @@ class MergeTask:
         if not records:
             return
         p = self._part(tp)
-        was_empty = p.head == len(p.timestamps)
+        was_empty = p.empty
         now = self._intake.clock or 0  # the fetch that brought them ticked it
         try:
             self._intake.push(p, records)
         finally:  # also when a bad record stops the push: what came before it is queued
-            if was_empty and p.head < len(p.timestamps):
+            if was_empty and not p.empty:
                 self._idle.arrival(p, silent_for(p, now), self._stream_time)
                 self._group.arrived(p, now)
             arrived(p, now)  # even if none was queued (skipped, dead letters): the producer spoke
@@ -199,10 +199,7 @@ class MergeTask:
         self._idle.observe(self._parts, now_ms)
         blockers = self._group.blockers(now_ms)
         if self._group.has_data and blockers.ready:
-            draft = BatchDraft(self.config, now_ms, self._stream_time)
-            if blockers.enforced:
-                draft.mark_enforced()
-            self._group.take(draft, now_ms, max_records or NO_BOUND)
+            draft = self._group.take(now_ms, max_records or NO_BOUND, self._stream_time, blockers.enforced)
             return self._emit(now_ms, watermark, draft)
         if self._dead:
             return self._emit(now_ms, watermark, BatchDraft(self.config, now_ms, self._stream_time))
@@ -212,7 +209,7 @@ class MergeTask:
         values: list[int | None] = []
         for p in self._parts:
             policy = p.watermark_policy
-            caught_up = p.caught_up_at if p.lag == 0 and p.head == len(p.timestamps) else None
+            caught_up = p.caught_up_at if p.lag == 0 and p.empty else None
             value = policy.compute(now_ms, caught_up)
             if value is not None:
                 value = max(value, 0)  # Kafka timestamps, hence watermarks, are never negative
