@@ -104,6 +104,21 @@ class PartitionState:
         return self.queue.head_offset()
 
 
+def ranks(
+    partitions: Sequence[TopicPartition], topic_order: Sequence[str] | None
+) -> dict[TopicPartition, int]:
+    """Each partition's place in the tie-break order: its topic's in ``topic_order`` (by
+    default, first appearance), then its partition number."""
+    order = (
+        list(topic_order) if topic_order is not None else list(dict.fromkeys(tp.topic for tp in partitions))
+    )
+    unknown = {tp.topic for tp in partitions} - set(order)
+    if unknown:
+        raise ValueError(f"topics {sorted(unknown)} are not in the topic order {order}")
+    ranked = sorted(partitions, key=lambda tp: (order.index(tp.topic), tp.partition))
+    return {tp: r for r, tp in enumerate(ranked)}
+
+
 def queue_of(p: PartitionState) -> RecordQueue:
     """``p``'s queue, on the Python take path (which only ever gives partitions Python queues)."""
     return cast(RecordQueue, p.queue)
