@@ -13,10 +13,10 @@ both: only the queues and the take differ, and a differential test holds the two
 outcomes, call for call (``tests/unit/core/test_kernel_differential.py``).
 
 A task asks :func:`make_queue` and :func:`make_group` for its parts, with ``native`` chosen
-once per process by :func:`merge_name`: :data:`DEFAULT` — ``python`` until the kernel is proven
-equal to its specification on every path the suite covers, then ``native`` when the extension is
-built. A task may also be asked for either path (``MergeTask(native=...)``: the differential
-test, ``python -m bench core --merge native,python``). Tests may set :data:`FORCED` to run one
+once per process by :func:`merge_name`: :data:`DEFAULT`, ``native`` — the C kernel when the
+extension is built, else ``python``, the same records at a fraction of the speed. A task may
+also be asked for either path (``MergeTask(native=...)``: the differential test, ``python -m
+bench core --merge native,python``). Tests may set :data:`FORCED` to run one
 path in a process that has both (``pytest --merge``).
 """
 
@@ -44,8 +44,9 @@ MergeName = Literal["native", "python"]
 #: Set by tests (and only tests) to run one path in a process that has both.
 FORCED: MergeName | None = None
 
-#: The path a task takes unless asked: ``native`` means the C kernel when it is built.
-DEFAULT: MergeName = "python"
+#: The path a task takes unless asked: ``native`` means the C kernel when it is built. (Set to
+#: ``python`` to run the specification everywhere: the suite passes on both, ``pytest --merge``.)
+DEFAULT: MergeName = "native"
 
 
 class Draft(Protocol):
