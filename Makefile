@@ -30,7 +30,7 @@ $(PY):
 
 # setup.py and the .pyx files: the editable install compiles the output encoder and the
 # fetched-record reader in place, so a change to either must rebuild.
-$(STAMP_PY): pyproject.toml setup.py sidecar/output/_stamp_encoder.pyx sidecar/kafka/_fetched.pyx sidecar/kafka/_records.pyx sidecar/kafka/_records.pxd timesync_wire/_zigzag.pxd \
+$(STAMP_PY): pyproject.toml setup.py $(wildcard sidecar/core/_kernel_*.pyx sidecar/core/_kernel_*.pxd) sidecar/output/_stamp_encoder.pyx sidecar/kafka/_fetched.pyx sidecar/kafka/_records.pyx sidecar/kafka/_records.pxd timesync_wire/_zigzag.pxd \
 		timesync_wire/formats/_avro_plan.pyx timesync_wire/formats/_json_scan.pyx timesync_wire/formats/_json_tokens.pxd timesync_wire/formats/_protobuf_plan.pyx timesync_wire/formats/_wire_reads.pxd | $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,spark,bench]'

@@ -1,4 +1,5 @@
-"""Builds the C extensions: the sidecar's output encoder (sidecar/output/_stamp_encoder.pyx), its
+"""Builds the C extensions: the sidecar's merge kernel (sidecar/core/_kernel_queue.pyx,
+_kernel_take.pyx, _kernel_taken.pyx), its output encoder (sidecar/output/_stamp_encoder.pyx), its
 fetched-record reader (sidecar/kafka/_fetched.pyx, over the v2 record decoder sidecar/kafka/_records.pyx),
 and the wire layer's plans: the Avro skip plan, the JSON path scanner and the Protobuf plan
 (timesync_wire/formats/_avro_plan.pyx, _json_scan.pyx, _protobuf_plan.pyx; each has a pure-Python
@@ -15,6 +16,9 @@ from setuptools import Extension, setup
 
 extensions = cythonize(
     [
+        Extension("sidecar.core._kernel_queue", ["sidecar/core/_kernel_queue.pyx"]),
+        Extension("sidecar.core._kernel_taken", ["sidecar/core/_kernel_taken.pyx"]),
+        Extension("sidecar.core._kernel_take", ["sidecar/core/_kernel_take.pyx"]),
         Extension("sidecar.output._stamp_encoder", ["sidecar/output/_stamp_encoder.pyx"]),
         Extension("sidecar.kafka._records", ["sidecar/kafka/_records.pyx"]),
         Extension("sidecar.kafka._fetched", ["sidecar/kafka/_fetched.pyx"]),

@@ -87,12 +87,28 @@ def core_arguments(core: argparse.ArgumentParser) -> None:
     core.add_argument("--records", type=int, default=1_000_000, help="records per configuration")
     core.add_argument("--quick", action="store_true", help="100k records per configuration")
     core.add_argument("--out", type=Path, default=RESULTS, help="where core.json and core.md go")
+    core.add_argument(
+        "--merge",
+        type=_merges,
+        default=(),
+        help="take paths to run each configuration on, alternating: native,python (default: "
+        "the process's, the C kernel when built)",
+    )
+
+
+def _merges(text: str) -> list[str]:
+    """``--merge``: take paths, comma-separated, each ``native`` or ``python``."""
+    names = comma_list(text)
+    wrong = [n for n in names if n not in ("native", "python")]
+    if wrong:
+        raise argparse.ArgumentTypeError(f"--merge {text!r}: {', '.join(wrong)} is not native or python")
+    return names
 
 
 def core_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from bench import core as bench_core
 
-    results = bench_core.run(args.records, args.quick)
+    results = bench_core.run(args.records, args.quick, args.merge)
     return write_outputs(args.out, "core", bench_core.as_json(results), bench_core.report(results))
 
 

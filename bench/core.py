@@ -10,6 +10,9 @@ every batch is acked — the same calls the sidecar makes, minus Kafka. Two shap
 
 Idle ``-1`` never waits; ``max`` waits for every partition, so each poll stops when one runs dry.
 ``stamp`` adds building the output headers (what the producer needs), for comparison.
+``--merge native,python`` runs each configuration on the C merge kernel and on the Python core
+that specifies it (``sidecar/core/kernel.py``), alternating, so that the two share the machine's
+load of the moment.
 The collector is tuned as the sidecar tunes it (``sidecar.cli.tune_gc``), so the figures are
 the ones the service gets.
 """
@@ -21,10 +24,12 @@ import platform
 import random
 import time
 import tracemalloc
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from sidecar.core import Emit, MergeTask, Record, TaskConfig, TopicPartition
+from sidecar.core.kernel import MergeName, merge_name
 from sidecar.core.readiness import IDLE_FOREVER
 from sidecar.core.stamping import Stamper
 
@@ -33,6 +38,7 @@ FETCH = 500  # records per partition per fetch, as aiokafka's getmany hands them
 
 @dataclass
 class CoreResult:
+    merge: str
     shape: str
     partitions: int
     idle: str
@@ -61,10 +67,11 @@ def build(shape: str, partitions: int, records: int, seed: int = 1) -> list[list
     return out
 
 
-def drive(parts: list[list[Record]], idle: int, stamp: bool) -> int:
-    """Push every partition in fetch-sized chunks, poll and ack; return records emitted."""
+def drive(parts: list[list[Record]], idle: int, stamp: bool, native: bool | None = None) -> int:
+    """Push every partition in fetch-sized chunks, poll and ack; return records emitted.
+    ``native``: the take in C, in Python, or (``None``) as this process chose."""
     tps = [TopicPartition(f"in{p % 4}", p // 4) for p in range(len(parts))]
-    task = MergeTask(tps, TaskConfig(max_task_idle_ms=idle, watermark_heartbeat_ms=0))
+    task = MergeTask(tps, TaskConfig(max_task_idle_ms=idle, watermark_heartbeat_ms=0), native=native)
     stamper = Stamper()
     out = 0
     total = len(parts[0])
@@ -84,25 +91,30 @@ def drive(parts: list[list[Record]], idle: int, stamp: bool) -> int:
     return out
 
 
-def measure(shape: str, partitions: int, idle: str, stamp: bool, records: int) -> CoreResult:
+def measure(
+    shape: str, partitions: int, idle: str, stamp: bool, records: int, merge: MergeName | None = None
+) -> CoreResult:
+    """One configuration; ``merge``: on that take path (``None``: this process's choice)."""
+    native = None if merge is None else merge == "native"
     parts = build(shape, partitions, records)
     idle_ms = -1 if idle == "-1" else IDLE_FOREVER
     gc.collect()
     t0 = time.perf_counter()
-    emitted = drive(parts, idle_ms, stamp)
+    emitted = drive(parts, idle_ms, stamp, native)
     seconds = time.perf_counter() - t0
     # Allocations: a smaller run under tracemalloc (it slows Python down several times).
     small = build(shape, partitions, min(records, 100_000))
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
-    small_out = drive(small, idle_ms, stamp)
+    small_out = drive(small, idle_ms, stamp, native)
     after = tracemalloc.take_snapshot()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     diff = after.compare_to(before, "filename")
     blocks = sum(max(0, d.count_diff) for d in diff)
     return CoreResult(
+        merge or merge_name(),
         shape,
         partitions,
         idle,
@@ -115,7 +127,8 @@ def measure(shape: str, partitions: int, idle: str, stamp: bool, records: int) -
     )
 
 
-def run(records: int = 1_000_000, quick: bool = False) -> list[CoreResult]:
+def run(records: int = 1_000_000, quick: bool = False, merges: Sequence[MergeName] = ()) -> list[CoreResult]:
+    """Every configuration, once per take path of ``merges`` in turn (none: this process's)."""
     from bench.progress import track
     from sidecar.cli import tune_gc
 
@@ -130,11 +143,13 @@ def run(records: int = 1_000_000, quick: bool = False) -> list[CoreResult]:
     ]
     if quick:
         records = min(records, 100_000)
+    paths: Sequence[MergeName | None] = merges or (None,)
     results = []
-    with track("bench core", total=len(configs)) as progress:
+    with track("bench core", total=len(configs) * len(paths)) as progress:
         for i, (shape, partitions, idle, stamp) in enumerate(configs):
-            results.append(measure(shape, partitions, idle, stamp, records))
-            progress.update(i + 1)
+            for j, merge in enumerate(paths):
+                results.append(measure(shape, partitions, idle, stamp, records, merge))
+                progress.update(i * len(paths) + j + 1)
     return results
 
 
@@ -144,14 +159,14 @@ def report(results: list[CoreResult]) -> str:
         f"{platform.machine()}, fetch chunks of {FETCH} records per partition, "
         f"GC thresholds {gc.get_threshold()} (as the sidecar sets them)",
         "",
-        "| input | partitions | idle | + stamping | records | records/s | blocks alive/record "
-        "| peak bytes/record |",
-        "|---|---:|---:|:-:|---:|---:|---:|---:|",
+        "| merge | input | partitions | idle | + stamping | records | records/s "
+        "| blocks alive/record | peak bytes/record |",
+        "|---|---|---:|---:|:-:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
-            f"| {r.shape} | {r.partitions} | {r.idle} | {'yes' if r.stamp else ''} | {r.records:,} | "
-            f"{r.records_per_s:,} | {r.blocks_per_record} | {r.bytes_per_record} |"
+            f"| {r.merge} | {r.shape} | {r.partitions} | {r.idle} | {'yes' if r.stamp else ''} "
+            f"| {r.records:,} | {r.records_per_s:,} | {r.blocks_per_record} | {r.bytes_per_record} |"
         )
     return "\n".join(lines)
 

@@ -63,9 +63,9 @@ class RunDryIdle(IdleStrategy):
 
     def observe(self, parts: Sequence[PartitionState], now_ms: int) -> None:
         self._now = now_ms
-        holding = any(p.head < len(p.timestamps) for p in parts)
+        holding = any(not p.empty for p in parts)
         for p in parts:
-            if p.head < len(p.timestamps) or p.lag != 0:
+            if not p.empty or p.lag != 0:
                 self._dry_since.pop(p.index, None)
             elif holding and not p.paused:
                 self._dry_since.setdefault(p.index, now_ms)

@@ -149,6 +149,26 @@ def _group(item: pytest.Item) -> str | None:
     return None
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--merge",
+        choices=("native", "python"),
+        default=None,
+        help="run the merge tasks on this path (default: sidecar.core.kernel.DEFAULT); the suite "
+        "passes on both",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``--merge``: every merge task of the test process takes in C or in Python, as a process
+    without the extension would (the sidecar processes the tests start choose for themselves)."""
+    chosen = config.getoption("--merge", default=None)
+    if chosen is not None:
+        from sidecar.core import kernel
+
+        kernel.FORCED = chosen
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist: every test that needs a broker, a registry or Spark gets its group

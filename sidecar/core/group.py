@@ -24,7 +24,8 @@ import heapq
 from collections.abc import Sequence
 
 from sidecar.core.batch import NO_BOUND, BatchDraft
-from sidecar.core.merge import PartitionState, count_upto, cut_index, merge_sorted, run_end
+from sidecar.core.config import TaskConfig
+from sidecar.core.merge import PartitionState, count_upto, cut_index, merge_sorted, queue_of, run_end
 from sidecar.core.readiness import Blockers, Gate, task_empty, task_holds
 from sidecar.core.records import InputRecord
 
@@ -32,14 +33,15 @@ from sidecar.core.records import InputRecord
 class PartitionGroup:
     """The input partitions of one task, in index order and in tie-break (rank) order."""
 
-    __slots__ = ("_gate", "heap", "parts", "ranked")
+    __slots__ = ("_config", "_gate", "heap", "parts", "ranked")
 
-    def __init__(self, parts: Sequence[PartitionState], gate: Gate) -> None:
+    def __init__(self, parts: Sequence[PartitionState], gate: Gate, config: TaskConfig) -> None:
         self.parts = list(parts)
         self.ranked = sorted(self.parts, key=lambda p: p.rank)
         #: ``(head timestamp, rank, index)`` of every partition holding records.
         self.heap: list[tuple[int, int, int]] = []
         self._gate = gate
+        self._config = config
 
     @property
     def has_data(self) -> bool:
@@ -50,7 +52,7 @@ class PartitionGroup:
         held before, the partitions' quiet clocks run again (``readiness.py``)."""
         if not self.heap:
             task_holds(self.parts, now_ms)
-        heapq.heappush(self.heap, (p.timestamps[p.head], p.rank, p.index))
+        heapq.heappush(self.heap, (p.queue.head_timestamp(), p.rank, p.index))
 
     def blockers(self, now_ms: int) -> Blockers:
         """What holds a take back now (nothing, when nothing is buffered: there is no take)."""
@@ -58,16 +60,22 @@ class PartitionGroup:
             return Blockers()
         return self._gate.assess(self.parts, now_ms)
 
-    def take(self, draft: BatchDraft, now_ms: int, budget: int) -> None:
-        """Take records in output order into ``draft`` until a partition that runs dry blocks,
-        a refused time stops the batch, or ``budget`` records are taken. If nothing is held any
-        more, the quiet clocks stop: nothing is waited for."""
-        if all(p.monotonic for p in self.parts if p.head < len(p.timestamps)):
+    def take(self, now_ms: int, budget: int, stream_time: int, enforced: bool) -> BatchDraft:
+        """Take records in output order into a draft until a partition that runs dry blocks,
+        a refused time stops the batch, or ``budget`` records are taken; ``stream_time`` is the
+        task's before the take, ``enforced`` whether what is taken is enforced from the start (an
+        empty partition passed already). If nothing is held any more, the quiet clocks stop:
+        nothing is waited for. Raises :class:`RefusedTimestampError` as :meth:`BatchDraft.add`."""
+        draft = BatchDraft(self._config, now_ms, stream_time)
+        if enforced:
+            draft.mark_enforced()
+        if all(queue_of(p).monotonic for p in self.parts if not p.queue.empty):
             self._take_sorted(draft, now_ms, budget)
         else:
             self._take_runs(draft, now_ms, budget)
         if not self.heap:
             task_empty(self.parts, now_ms)
+        return draft
 
     def _take_sorted(self, draft: BatchDraft, now_ms: int, budget: int) -> None:
         """Every buffer is sorted: cut each where the merge would stop, then sort once.
@@ -77,10 +85,11 @@ class PartitionGroup:
         that cut is found with binary searches, and the records up to it are merged by one
         stable sort. Same output as the record-by-record merge, at C speed.
         """
-        active = [p for p in self.ranked if p.head < len(p.timestamps)]
+        active = [p for p in self.ranked if not p.queue.empty]
+        queues = {p.index: queue_of(p) for p in active}
         cut, enforced_key, over_budget = self._sorted_cut(active, now_ms, budget)
-        ends = {p.index: cut_index(p, *cut) if cut else len(p.timestamps) for p in active}
-        chunks = [(p.records[p.head : ends[p.index]], p.timestamps[p.head : ends[p.index]]) for p in active]
+        ends = {p.index: cut_index(p, *cut) if cut else len(queues[p.index].timestamps) for p in active}
+        chunks = [(q.records[q.head : ends[i]], q.timestamps[q.head : ends[i]]) for i, q in queues.items()]
         records, stamps = merge_sorted([c for c in chunks if c[1]])
         if over_budget and len(records) > budget:
             records, stamps = records[:budget], stamps[:budget]
@@ -92,11 +101,11 @@ class PartitionGroup:
             records, stamps = records[:taken], stamps[:taken]
             _recut(active, ends, records, stamps)
         for p in active:
-            end = ends[p.index]
-            if end > p.head:
-                draft.firsts[p.index] = p.records[p.head].offset
+            q, end = queues[p.index], ends[p.index]
+            if end > q.head:
+                draft.firsts[p.index] = q.records[q.head].offset
                 _consume(p, end, now_ms)
-        self.heap[:] = [(p.timestamps[p.head], p.rank, p.index) for p in active if p.head < len(p.timestamps)]
+        self.heap[:] = [(p.queue.head_timestamp(), p.rank, p.index) for p in active if not p.queue.empty]
         heapq.heapify(self.heap)
 
     def _sorted_cut(
@@ -106,12 +115,12 @@ class PartitionGroup:
         everything); the key of the first partition that ran dry and passed (enforced
         processing follows it); and whether the budget, not readiness, set the cut."""
         gated = self._gate.enabled
-        if not gated and sum(len(p.timestamps) - p.head for p in active) <= budget:
+        if not gated and sum(p.queue.buffered for p in active) <= budget:
             return None, None, False
         enforced_key = None
-        order = sorted(active, key=lambda p: (p.timestamps[-1], p.rank))
+        order = sorted(active, key=lambda p: (p.queue.last_timestamp(), p.rank))
         for q in order:
-            key = (q.timestamps[-1], q.rank)
+            key = (q.queue.last_timestamp(), q.rank)
             if count_upto(active, *key) > budget:
                 return key, enforced_key, True
             if not gated or q is order[-1]:
@@ -133,11 +142,12 @@ class PartitionGroup:
             else:
                 second = heap[1] if len(heap) == 2 or heap[1] < heap[2] else heap[2]
                 end = run_end(p, second[0], rank < second[1], budget)
-            h, ts = p.head, p.timestamps
-            draft.firsts.setdefault(i, p.records[h].offset)
-            taken = draft.add(p.records, ts, h, end, p.monotonic)
+            q = queue_of(p)
+            h, ts = q.head, q.timestamps
+            draft.firsts.setdefault(i, q.records[h].offset)
+            taken = draft.add(q.records, ts, h, end, q.monotonic)
             if taken < end:  # a refused time stops the batch; it stays at the head, unconsumed
-                if taken == h and draft.firsts.get(i) == p.records[h].offset:
+                if taken == h and draft.firsts.get(i) == q.records[h].offset:
                     del draft.firsts[i]
                 _consume(p, taken, now_ms)
                 heapq.heapreplace(heap, (ts[taken], p.rank, i))
@@ -156,17 +166,18 @@ class PartitionGroup:
 
 def _consume(p: PartitionState, end: int, now_ms: int) -> None:
     """``p``'s records up to ``end`` were taken: its head, partition time and watermark move."""
-    h, ts = p.head, p.timestamps
+    q = queue_of(p)
+    h, ts = q.head, q.timestamps
     if end == h:
         return
-    if p.monotonic:
+    if q.monotonic:
         low, high = ts[h], ts[end - 1]
     else:
         low, high = min(ts[h:end]), max(ts[h:end])
     if p.partition_time is None or high > p.partition_time:
         p.partition_time = high
     p.watermark_policy.on_take(low, high, now_ms)
-    p.head = end
+    q.head = end
 
 
 def _recut(
@@ -178,5 +189,5 @@ def _recut(
     for p in active:
         if p is not last:
             ends[p.index] = cut_index(p, stamps[-1], last.rank)
-            others += ends[p.index] - p.head
-    ends[last.index] = last.head + len(records) - others
+            others += ends[p.index] - queue_of(p).head
+    ends[last.index] = queue_of(last).head + len(records) - others

@@ -40,7 +40,7 @@ class Holds:
         to_pause, to_resume = [], []
         holding = self._holding()
         for p in self._parts:
-            buffered = len(p.timestamps) - p.head
+            buffered = p.buffered
             if not p.paused and buffered >= limit:
                 pause(p, now_ms)
                 to_pause.append(p.tp)
@@ -68,4 +68,4 @@ class Holds:
 
     def _holding(self) -> bool:
         """The task holds records: resumed clocks run again at once."""
-        return any(p.head < len(p.timestamps) for p in self._parts)
+        return any(not p.empty for p in self._parts)

@@ -85,9 +85,8 @@ class LearntIdle(IdleStrategy):
         waited."""
         held = UNKNOWN
         for p in parts:
-            ts = p.timestamps
-            if p.head < len(ts):
-                held = max(held, ts[-1])  # its largest when sorted; a record it holds anyway
+            if not p.empty:
+                held = max(held, p.queue.last_timestamp())  # its largest when sorted; held anyway
         self._held_max = held
 
     def arrival(self, p: PartitionState, silent_ms: int | None, stream_time: int) -> None:
@@ -96,12 +95,12 @@ class LearntIdle(IdleStrategy):
         untrusted, self._untrusted[p.index] = self._untrusted[p.index], False
         if silent_ms is None or silent_ms <= 0 or untrusted:
             return
-        late = p.timestamps[p.head] < max(stream_time, self._held_max)
+        late = p.queue.head_timestamp() < max(stream_time, self._held_max)
         self.learner.learn(p.index, silent_ms, late)
 
     def held(self, parts: Sequence[PartitionState]) -> None:
         for p in parts:
-            if p.head == len(p.timestamps):
+            if p.empty:
                 self._untrusted[p.index] = True
 
     def snapshot(self, p: PartitionState, quiet_ms: int | None) -> dict[str, Any]:

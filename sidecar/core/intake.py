@@ -74,7 +74,7 @@ class Intake:
         timestamps = self._config.extractor.extract_all(records)
         ahead = self._ahead_limit()
         if min(timestamps) >= 0 and (ahead is None or max(timestamps) <= ahead):
-            p.append(records, timestamps)
+            p.queue.append(records, timestamps)
             self._budget.observe(len(records))
         else:
             self._push_judged(p, records, timestamps, ahead)
@@ -126,13 +126,13 @@ class Intake:
                     known_time = judged
             elif judged is not None:
                 if self._config.errors_tolerance == "none":
-                    p.append(keep, keep_ts)
+                    p.queue.append(keep, keep_ts)
                     p.next_offset = record.offset
                     self.records_in += i
                     raise judged
                 failed_at.append(i)
                 self.dead.append((p.index, DeadLetter(record, judged.reason, judged.dead_letter_class)))
-        p.append(keep, keep_ts)
+        p.queue.append(keep, keep_ts)
         self._budget.observe(len(records), failed_at)
 
     def _judge(
@@ -165,7 +165,7 @@ class Intake:
 def _partition_time_so_far(p: PartitionState) -> int | None:
     """Kafka Streams' partition time before a push: the largest timestamp of the partition so
     far, taken already or still buffered."""
-    known_time = max(p.timestamps[p.head :], default=p.partition_time)
-    if p.partition_time is not None and (known_time is None or p.partition_time > known_time):
-        known_time = p.partition_time
-    return known_time
+    buffered, taken = p.queue.max_timestamp(), p.partition_time
+    if buffered is None or (taken is not None and taken > buffered):
+        return taken
+    return buffered

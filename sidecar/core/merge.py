@@ -1,10 +1,10 @@
-"""Per-partition queues, the choice of the next record, stream time and lateness.
+"""A partition's state; the choice of the next record, stream time and lateness.
 
 Theory of operation
 -------------------
-Each input partition has a queue of fetched records in offset order, stored as two parallel
-lists (records and their event times) with a head index, so taking a run of records is a slice,
-not a loop of pops. Non-empty partitions sit in a heap keyed by their head:
+Each input partition has a queue of fetched records in offset order (``record_queue.py``: two
+parallel lists, records and their event times, with a head index, so taking a run of records
+is a slice, not a loop of pops). Non-empty partitions sit in a heap keyed by their head:
 ``(head timestamp, rank)``, where the rank is the partition's place in the tie-break order
 (position of its topic in ``input.topics``, then partition number). The head with the smallest
 key goes next; records are never reordered inside a partition.
@@ -24,15 +24,13 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
+from sidecar.core.record_queue import BufferedRecords, RecordQueue
 from sidecar.core.records import InputRecord, TopicPartition
 
 if TYPE_CHECKING:
     from sidecar.core.watermarks import PartitionWatermark
-
-#: How far the head may advance before the consumed prefix of a queue is dropped.
-_COMPACT_AT = 4096
 
 
 class PartitionState:
@@ -41,33 +39,35 @@ class PartitionState:
     __slots__ = (
         "caught_up_at",
         "counted_from",
-        "head",
         "index",
         "lag",
-        "monotonic",
         "next_offset",
         "partition_time",
         "paused",
+        "queue",
         "quiet_since",
         "rank",
-        "records",
         "start_offset",
         "stopped_at",
-        "timestamps",
         "tp",
         "watermark",
         "watermark_policy",
     )
 
-    def __init__(self, tp: TopicPartition, index: int, rank: int, policy: PartitionWatermark) -> None:
+    def __init__(
+        self,
+        tp: TopicPartition,
+        index: int,
+        rank: int,
+        policy: PartitionWatermark,
+        queue: BufferedRecords | None = None,
+    ) -> None:
+        """``queue`` holds its buffered records: by default a Python :class:`RecordQueue`."""
         self.tp = tp
         self.index = index
         self.rank = rank
-        self.records: list[InputRecord] = []
-        self.timestamps: list[int] = []
-        self.head = 0
-        #: True while ``timestamps[head:]`` is known to be non-decreasing.
-        self.monotonic = True
+        #: The buffered records, in offset order (``record_queue.py``; the C kernel's own, or not).
+        self.queue: BufferedRecords = queue if queue is not None else RecordQueue()
         #: Lag from the last fetch response; ``None`` until a fetch told us.
         self.lag: int | None = None
         #: Time of the last fetch response that showed lag 0.
@@ -93,32 +93,35 @@ class PartitionState:
 
     @property
     def buffered(self) -> int:
-        return len(self.timestamps) - self.head
+        return self.queue.buffered
+
+    @property
+    def empty(self) -> bool:
+        """Nothing of this partition is buffered."""
+        return self.queue.empty
 
     def head_offset(self) -> int | None:
-        return self.records[self.head].offset if self.head < len(self.records) else None
-
-    def append(self, records: Sequence[InputRecord], timestamps: list[int]) -> None:
-        """Queue records already validated, in offset order."""
-        if not timestamps:
-            return
-        ts = self.timestamps
-        if self.head >= _COMPACT_AT and self.head * 2 >= len(ts):
-            del ts[: self.head]
-            del self.records[: self.head]
-            self.head = 0
-        if self.head == len(ts):
-            self.monotonic = True
-        if self.monotonic:
-            last = ts[-1] if self.head < len(ts) else timestamps[0]
-            self.monotonic = last <= timestamps[0] and _non_decreasing(timestamps)
-        ts += timestamps
-        self.records += records
+        return self.queue.head_offset()
 
 
-def _non_decreasing(values: list[int]) -> bool:
-    # sorted() detects an already sorted list in one C pass; cheaper than a Python loop.
-    return len(values) < 2 or values == sorted(values)
+def ranks(
+    partitions: Sequence[TopicPartition], topic_order: Sequence[str] | None
+) -> dict[TopicPartition, int]:
+    """Each partition's place in the tie-break order: its topic's in ``topic_order`` (by
+    default, first appearance), then its partition number."""
+    order = (
+        list(topic_order) if topic_order is not None else list(dict.fromkeys(tp.topic for tp in partitions))
+    )
+    unknown = {tp.topic for tp in partitions} - set(order)
+    if unknown:
+        raise ValueError(f"topics {sorted(unknown)} are not in the topic order {order}")
+    ranked = sorted(partitions, key=lambda tp: (order.index(tp.topic), tp.partition))
+    return {tp: r for r, tp in enumerate(ranked)}
+
+
+def queue_of(p: PartitionState) -> RecordQueue:
+    """``p``'s queue, on the Python take path (which only ever gives partitions Python queues)."""
+    return cast(RecordQueue, p.queue)
 
 
 def run_end(p: PartitionState, bound_ts: int, wins_ties: bool, limit: int) -> int:
@@ -127,9 +130,10 @@ def run_end(p: PartitionState, bound_ts: int, wins_ties: bool, limit: int) -> in
     The head itself always goes (it is the smallest). ``wins_ties``: on an equal timestamp p
     still goes first, because its rank is smaller than the next-best partition's.
     """
-    ts, h = p.timestamps, p.head
+    q = queue_of(p)
+    ts, h = q.timestamps, q.head
     stop = min(len(ts), h + limit)
-    if p.monotonic:
+    if q.monotonic:
         end = bisect_right(ts, bound_ts, h + 1, stop) if wins_ties else bisect_left(ts, bound_ts, h + 1, stop)
         return max(end, h + 1)
     j = h + 1
@@ -164,14 +168,15 @@ def cut_index(p: PartitionState, ts_bound: int, rank_bound: int) -> int:
 
     Only for a monotonic partition: its keys are sorted, so this is a binary search.
     """
+    q = queue_of(p)
     if p.rank <= rank_bound:
-        return bisect_right(p.timestamps, ts_bound, p.head)
-    return bisect_left(p.timestamps, ts_bound, p.head)
+        return bisect_right(q.timestamps, ts_bound, q.head)
+    return bisect_left(q.timestamps, ts_bound, q.head)
 
 
 def count_upto(parts: Sequence[PartitionState], ts_bound: int, rank_bound: int) -> int:
     """How many buffered records of monotonic partitions have a key at most (ts_bound, rank_bound)."""
-    return sum(cut_index(p, ts_bound, rank_bound) - p.head for p in parts)
+    return sum(cut_index(p, ts_bound, rank_bound) - queue_of(p).head for p in parts)
 
 
 def merge_sorted(

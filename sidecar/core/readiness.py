@@ -323,7 +323,7 @@ class Gate:
         blocking: list[TopicPartition] = []
         deadline: int | None = None
         for p in parts:
-            if p.head != len(p.timestamps):
+            if not p.empty:
                 continue
             idle = self.idle.idle_ms(p)
             verdict = judge(p, now_ms, idle)
@@ -353,7 +353,7 @@ class Gate:
             return []
         out = []
         for p in parts:
-            if p.head == len(p.timestamps):
+            if p.empty:
                 reason = explain(judge(p, now_ms, self.idle.idle_ms(p)), p, self.idle)
                 if reason is not None:
                     out.append((p, reason))

@@ -107,7 +107,8 @@ class Late:
 class Emit:
     """One batch of output, in output order; the adapter acks it as a whole with ``batch_id``.
 
-    ``records[i]`` goes out with timestamp ``timestamps[i]``. Records at index
+    ``records[i]`` goes out with timestamp ``timestamps[i]``: lists from the Python take, read-only
+    sequences over C arrays from the C one (``kernel.py``), equal to lists of the same items. Records at index
     ``>= enforced_from`` were emitted under enforced processing (enforcement can only switch on
     within a batch, never off). ``late`` lists the indices of forwarded late records and
     ``lateness`` their lateness in ms. The stream time after record *i* is the running maximum
@@ -116,8 +117,8 @@ class Emit:
     """
 
     batch_id: int
-    records: list[InputRecord]
-    timestamps: list[int]
+    records: Sequence[InputRecord]
+    timestamps: Sequence[int]
     watermark: int
     stream_time_before: int
     enforced_from: int

@@ -43,14 +43,14 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-from sidecar.core.batch import NO_BOUND, BatchDraft
+from sidecar.core.batch import NO_BOUND
 from sidecar.core.commits import CommitTracker
 from sidecar.core.config import LatePolicy, TaskConfig
-from sidecar.core.group import PartitionGroup
 from sidecar.core.holds import Holds
 from sidecar.core.idle_strategy import make_idle
 from sidecar.core.intake import Intake
-from sidecar.core.merge import PartitionState
+from sidecar.core.kernel import Draft, empty_draft, make_group, make_queue, use_native
+from sidecar.core.merge import PartitionState, ranks
 from sidecar.core.outcomes import Heartbeat, Idle, NeedFetch, Outcome, PauseHint, WaitUntil
 from sidecar.core.readiness import Blockers, Gate, arrived, fetched, quiet_for, silent_for
 from sidecar.core.records import UNKNOWN, Emit, InputRecord, TopicPartition, Unreadable
@@ -79,6 +79,7 @@ class MergeTask:
         config: TaskConfig | None = None,
         topic_order: Sequence[str] | None = None,
         log_append_time_topics: Collection[str] = (),
+        native: bool | None = None,
     ) -> None:
         """``topic_order`` is ``input.topics`` (the tie-break order); by default, first appearance.
 
@@ -88,22 +89,32 @@ class MergeTask:
         policy is decided here, for every partition, so that a partition that never receives a
         record still has a watermark once a fetch shows it caught up (a quiet input must not
         freeze the task watermark).
+
+        ``native``: take in C (``kernel.py``) or in Python; by default as this process chose.
         """
         if not partitions:
             raise ValueError("a task needs at least one input partition")
         if len(set(partitions)) != len(partitions):
             raise ValueError(f"duplicate input partitions: {sorted(partitions)}")
         self.config = cfg = config or TaskConfig()
-        rank_of = _ranks(partitions, topic_order)
+        #: Whether the take runs in C (the kernel) rather than in Python (its specification).
+        self.native = native = use_native(native)
+        rank_of = ranks(partitions, topic_order)
         self._parts = [
-            PartitionState(TopicPartition(*tp), i, rank_of[tp], self._policy_for(tp, log_append_time_topics))
+            PartitionState(
+                TopicPartition(*tp),
+                i,
+                rank_of[tp],
+                self._policy_for(tp, log_append_time_topics),
+                make_queue(native),
+            )
             for i, tp in enumerate(partitions)
         ]
         self._by_tp = {p.tp: p for p in self._parts}
         #: How long a quiet partition is waited for (fixed, learnt, or not at all), chosen once.
         self._idle = make_idle(cfg.max_task_idle_ms, cfg.max_task_idle_budget_ms, len(self._parts))
         self._gate = Gate(self._idle)
-        self._group = PartitionGroup(self._parts, self._gate)
+        self._group = make_group(self._parts, self._gate, cfg, native)
         self._holds = Holds(self._parts, cfg.buffered_records_per_partition)
         self._watermark = TaskWatermark()
         self._stream_time = UNKNOWN
@@ -153,12 +164,12 @@ class MergeTask:
         if not records:
             return
         p = self._part(tp)
-        was_empty = p.head == len(p.timestamps)
+        was_empty = p.empty
         now = self._intake.clock or 0  # the fetch that brought them ticked it
         try:
             self._intake.push(p, records)
         finally:  # also when a bad record stops the push: what came before it is queued
-            if was_empty and p.head < len(p.timestamps):
+            if was_empty and not p.empty:
                 self._idle.arrival(p, silent_for(p, now), self._stream_time)
                 self._group.arrived(p, now)
             arrived(p, now)  # even if none was queued (skipped, dead letters): the producer spoke
@@ -199,20 +210,17 @@ class MergeTask:
         self._idle.observe(self._parts, now_ms)
         blockers = self._group.blockers(now_ms)
         if self._group.has_data and blockers.ready:
-            draft = BatchDraft(self.config, now_ms, self._stream_time)
-            if blockers.enforced:
-                draft.mark_enforced()
-            self._group.take(draft, now_ms, max_records or NO_BOUND)
+            draft = self._group.take(now_ms, max_records or NO_BOUND, self._stream_time, blockers.enforced)
             return self._emit(now_ms, watermark, draft)
         if self._dead:
-            return self._emit(now_ms, watermark, BatchDraft(self.config, now_ms, self._stream_time))
+            return self._emit(now_ms, watermark, empty_draft(self.config, now_ms, self._stream_time))
         return self._wait(now_ms, watermark, blockers)
 
     def _advance_watermarks(self, now_ms: int) -> int:
         values: list[int | None] = []
         for p in self._parts:
             policy = p.watermark_policy
-            caught_up = p.caught_up_at if p.lag == 0 and p.head == len(p.timestamps) else None
+            caught_up = p.caught_up_at if p.lag == 0 and p.empty else None
             value = policy.compute(now_ms, caught_up)
             if value is not None:
                 value = max(value, 0)  # Kafka timestamps, hence watermarks, are never negative
@@ -252,7 +260,7 @@ class MergeTask:
         limits = self.config.output_limits
         return limits is None or limits.refusal(timestamp, now_ms) is None
 
-    def _emit(self, now_ms: int, watermark: int, draft: BatchDraft) -> Emit:
+    def _emit(self, now_ms: int, watermark: int, draft: Draft) -> Emit:
         """The draft as one batch, with the dead letters found at push; its offsets tracked for
         commits, its counts added to the task's."""
         batch_id = self._next_batch
@@ -379,18 +387,3 @@ class MergeTask:
         if shown is not None:
             row["idle"] = shown
         return row
-
-
-def _ranks(
-    partitions: Sequence[TopicPartition], topic_order: Sequence[str] | None
-) -> dict[TopicPartition, int]:
-    """Each partition's place in the tie-break order: its topic's in ``topic_order`` (by
-    default, first appearance), then its partition number."""
-    order = (
-        list(topic_order) if topic_order is not None else list(dict.fromkeys(tp.topic for tp in partitions))
-    )
-    unknown = {tp.topic for tp in partitions} - set(order)
-    if unknown:
-        raise ValueError(f"topics {sorted(unknown)} are not in the topic order {order}")
-    ranked = sorted(partitions, key=lambda tp: (order.index(tp.topic), tp.partition))
-    return {tp: r for r, tp in enumerate(ranked)}

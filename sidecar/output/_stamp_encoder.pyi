@@ -1,9 +1,10 @@
+from collections.abc import Sequence
 from typing import Any
 
 def encode_stamped(
     buffer: bytearray,
-    records: list[Any],
-    timestamps: list[int],
+    records: Sequence[Any],
+    timestamps: Sequence[int],
     start: int,
     watermark: bytes,
     stream_time: int,

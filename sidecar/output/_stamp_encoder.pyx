@@ -18,6 +18,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
+from sidecar.core._kernel_taken cimport Taken
 from sidecar.kafka._records cimport FetchedRecord
 from timesync_wire import headers
 from timesync_wire._zigzag cimport put_zigzag, zigzag_size
@@ -116,8 +117,8 @@ cdef inline object _as_bytes(object data):
 
 def encode_stamped(
     bytearray buffer,
-    list records,
-    list timestamps,
+    object records,
+    object timestamps,
     Py_ssize_t start,
     bytes watermark,
     int64_t stream_time,
@@ -131,7 +132,9 @@ def encode_stamped(
     C builder keeps a batch strictly below ``batch_size``) — the first record always goes in,
     however large, as with aiokafka's builder. ``stream_time`` is the stream
     time before ``records[start]``; ``late`` a set of indices into ``records`` or ``None``;
-    records at ``enforced_from`` and after are marked enforced.
+    records at ``enforced_from`` and after are marked enforced. ``records`` and ``timestamps``
+    are lists, or what the C take made (a :class:`~sidecar.core._kernel_taken.Taken` and its
+    times), read without a list.
 
     Returns ``(next index, records written, first timestamp, max timestamp, stream time)``.
     """
@@ -150,6 +153,9 @@ def encode_stamped(
     cdef object record, key, value, headers, h, hvalue
     cdef list keep = []  # the bytes of header keys that are not UTF-8, while they are written
     cdef FetchedRecord fetched
+    cdef Taken taken = records if type(records) is Taken else None
+    cdef list listed = None if taken is not None else records
+    cdef list times = None if taken is not None else timestamps
     cdef Py_ssize_t wm_len = PyBytes_GET_SIZE(watermark)
     # The five headers every record gets: name sizes are fixed, values vary per record.
     cdef Py_ssize_t fixed_size = (
@@ -169,8 +175,12 @@ def encode_stamped(
         while i < n:
             if keep:
                 del keep[:]
-            record = records[i]
-            ts = timestamps[i]
+            if taken is not None:
+                record = taken.record(i)
+                ts = taken.ts[i]
+            else:
+                record = listed[i]
+                ts = times[i]
             after = ts if ts > stream_time else stream_time
             if count == 0:
                 base_ts = ts

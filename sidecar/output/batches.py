@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aiokafka.codec import gzip_encode, lz4_encode, snappy_encode, zstd_encode
@@ -107,8 +107,8 @@ class StampedBatch:
 
     def fill(
         self,
-        records: list[Any],
-        timestamps: list[int],
+        records: Sequence[Any],
+        timestamps: Sequence[int],
         start: int,
         watermark: bytes,
         stream_time: int,

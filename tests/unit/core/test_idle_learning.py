@@ -171,7 +171,7 @@ def arrive(strategy: LearntIdle, quiet_ms: int | None, ts: int = 5, stream_time:
     """Records (the first stamped ``ts``) reached the empty partition ``a``-0 after ``quiet_ms``."""
     t = task(A0, B0, max_task_idle_ms=-1)
     p = t._part(A0)
-    p.append(records(A0, [ts]), [ts])
+    p.queue.append(records(A0, [ts]), [ts])
     strategy.arrival(p, quiet_ms, stream_time)
 
 

@@ -173,7 +173,7 @@ def check_commits(trace: Trace, committed: dict[TopicPartition, int]) -> None:
             held.setdefault(TopicPartition(r.topic, r.partition), []).append(r.offset)
     if trace.task is not None:
         for p in trace.task._parts:
-            held.setdefault(p.tp, []).extend(r.offset for r in p.records[p.head :])
+            held.setdefault(p.tp, []).extend(p.queue.buffered_offsets())
     for tp, offset in committed.items():
         below = [o for o in held.get(tp, []) if o < offset]
         if below:

@@ -10,6 +10,9 @@ or nothing (lag unknown until a partition's first fetch), backpressure pauses, o
 holds, acks arriving late, quiet spells, and rebalances (a new task from the committed offsets,
 every lag unknown again).
 
+Every call goes to two tasks, the C merge kernel's and the Python core's that specifies it
+(``twins.py``), and every answer of the two must be the same, batch for batch and stamp for stamp.
+
 Promises checked after every step:
 
 * each partition's quiet clock is the rule's (``readiness.py``), kept here as a model: quiet
@@ -43,7 +46,6 @@ from sidecar.core import (
     Emit,
     Heartbeat,
     Idle,
-    MergeTask,
     NeedFetch,
     Record,
     TaskConfig,
@@ -51,6 +53,7 @@ from sidecar.core import (
     WaitUntil,
 )
 from sidecar.core.readiness import IDLE_AUTO, IDLE_FOREVER
+from tests.unit.core.twins import TwinTasks
 
 START = 1_000_000_000
 IDLES = (-1, 0, 40, 400, IDLE_FOREVER, IDLE_AUTO)
@@ -106,7 +109,7 @@ class MergeTaskMachine(RuleBasedStateMachine):
 
     def _new_task(self) -> None:
         """A task from the committed offsets, as after a start or a rebalance: lags unknown."""
-        self.task = MergeTask(self.tps, self.config, topic_order=self.topics, log_append_time_topics=self.lat)
+        self.task = TwinTasks(self.tps, self.config, topic_order=self.topics, log_append_time_topics=self.lat)
         self.position = dict(self.committed)
         self.started_at = dict(self.committed)
         self.paused: set[TopicPartition] = set()
