@@ -14,8 +14,8 @@ POMS := deploy/local/pom.xml deploy/local/broker/pom.xml deploy/local/spark/pom.
 PYTEST_ARGS ?=
 # Three workers: one runs the tests on its session broker and registry, one the Spark tests (and the
 # image smoke tests), one the tests with brokers of their own (the quick bench run, the fault tests);
-# the pure tests fill in (tests/conftest.py groups them). They wait more than they compute, so three
-# beat two on 2 cores. PYTEST_WORKERS= runs the suite in one process.
+# the pure tests fill in (tests/conftest.py groups them, and says what is measured of it).
+# PYTEST_WORKERS= runs the suite in one process.
 PYTEST_WORKERS ?= -n 3 --dist loadgroup
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
