@@ -6,7 +6,9 @@ The broker is chosen in this order:
 2. testcontainers' Kafka, if a Docker engine answers;
 3. otherwise the local Kafka from ``deploy/local/kafka.py`` (real Apache Kafka from Maven jars).
 
-Unit tests never ask for ``bootstrap``, so they run without any broker.
+Unit tests never ask for ``bootstrap``, so they run without any broker. Under ``pytest -n N``
+the controller starts one broker and one registry for all its workers and hands them over as
+1. and ``SCHEMA_REGISTRY_URL`` (``tests/shared_servers.py``).
 
 ``schema_registry`` is the session's Schema Registry (its Confluent-compatible base URL):
 ``SCHEMA_REGISTRY_URL`` if set, else Apicurio Registry from ``deploy/local/registry.py``, started
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from testkit.local_broker import load_launcher, load_registry_launcher
+from tests import shared_servers
 
 if TYPE_CHECKING:
     from tests.secure_broker import SecureBroker
@@ -116,39 +119,56 @@ _SERVER_FIXTURES = {
 }
 
 
-#: Three groups, one per worker (``make test`` runs three with ``--dist loadgroup``; xdist hands
-#: the groups, largest first, one to each worker before any pure test), so the suite's long paths
-#: overlap instead of adding up:
+#: How the tests are shared out under ``make test`` (``-n 4 --dist loadgroup --no-loadscope-reorder``).
+#: xdist hands out units of work — a group, or a pure test alone — in collection order as the
+#: workers free up, so :func:`pytest_collection_modifyitems` puts the long units first and the
+#: pure tests last, to fill in. The session's broker and registry are one for every worker
+#: (``tests/shared_servers.py``), so a test on them needs no worker of its own; only fixtures
+#: that start something costly decide a group:
 #:
-#: * ``servers`` — the tests on the worker's session broker and registry (tests/integration and
-#:   the fault tests on the session broker);
-#: * ``spark`` — the tests that start Spark (their own session broker and registry on that worker),
-#:   with the image smoke tests and the Spark job's kill -9 and restart (:data:`_SPARK_GROUP`);
-#: * ``apart`` — the quick bench run and the fault tests on brokers of their own (the three-node
-#:   cluster, the single node, the broker a test restarts), so that each such fixture starts once.
+#: * ``spark`` — every test on the worker's SparkSession (the ``spark`` fixture: one JVM);
+#: * ``cluster3`` — the fault tests on the three-node cluster (a package fixture, started once);
+#: * ``secure`` — the tests on the SASL/TLS broker (a session fixture);
+#: * every other test on a server: its module (its module fixtures start once), as one unit.
 #:
-#: Most of these tests wait (on brokers, timers, JVMs) more than they compute: a fresh-clone run
-#: with three workers kept 1.1 of the 2 cores busy on average. It is not yet shown to be faster
-#: than two: 16.4 min on CI with two workers before the wire layer, the join operator and the C
-#: take were merged, 20.1 min here with three after (the per-group times are not measured yet).
-_SPARK_GROUP = (
-    "tests/deploy/test_image_smoke.py",
-    "tests/faults/test_spark_restart.py",
+#: Measured on a fresh clone (two cores): 19.5 min with three workers and three fixed groups
+#: (spark, servers, apart: the spark worker's 17 min was the whole run).
+_FIXTURE_GROUPS = (("spark", "spark"), ("cluster3", "cluster3"), ("secure_broker", "secure"))
+
+#: The units that take longest (seconds of a fresh-clone run with three workers, loaded): handed
+#: out first, longest first, so that no long one starts last. Any other server unit follows them,
+#: then the pure tests.
+_LONG_FIRST = (
+    "spark",  # 460
+    "cluster3",  # 305
+    "tests/deploy/test_image_smoke.py",  # 295
+    "tests/bench/test_bench_quick.py",  # 265
+    "tests/faults/test_spark_restart.py",  # 160
+    "tests/spark/test_cluster.py",  # 110
+    "tests/integration/test_offsets_reset.py",  # 70
+    "secure",  # 60
+    "tests/faults/test_broker_restart.py",  # 55
+    "tests/integration/test_sidecar_idle.py",  # 55
+    "tests/faults/test_crash.py",  # 50
 )
-_APART = ("tests/bench/test_bench_quick.py",)
-_APART_FIXTURES = {"cluster3", "single_node", "own_broker"}
 
 
 def _group(item: pytest.Item) -> str | None:
-    """The xdist group of ``item`` (see :data:`_SPARK_GROUP`); ``None`` for a pure test."""
+    """The xdist group of ``item`` (see :data:`_FIXTURE_GROUPS`); ``None`` for a pure test."""
     fixtures = set(getattr(item, "fixturenames", ()))
-    if item.nodeid.startswith(_APART) or _APART_FIXTURES & fixtures:
-        return "apart"
-    if item.nodeid.startswith(_SPARK_GROUP) or item.get_closest_marker("spark") or "spark" in fixtures:
-        return "spark"
-    if item.get_closest_marker("broker") or _SERVER_FIXTURES & fixtures:
-        return "servers"
+    for fixture, group in _FIXTURE_GROUPS:
+        if fixture in fixtures:
+            return group
+    if item.get_closest_marker("spark") or item.get_closest_marker("broker") or _SERVER_FIXTURES & fixtures:
+        return item.nodeid.split("::")[0]
     return None
+
+
+def _rank(group: str | None) -> int:
+    """Where a unit goes in the collection order: the long ones first (:data:`_LONG_FIRST`)."""
+    if group is None:
+        return len(_LONG_FIRST) + 1
+    return _LONG_FIRST.index(group) if group in _LONG_FIRST else len(_LONG_FIRST)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -169,16 +189,25 @@ def pytest_configure(config: pytest.Config) -> None:
         from sidecar.core import kernel
 
         kernel.FORCED = chosen
+    shared_servers.start(config, _docker_engine_answers)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shared_servers.stop()
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist: every test that needs a broker, a registry or Spark gets its group
-    (:func:`_group`), so a worker's session keeps one broker and its package and module fixtures
-    stay shared; the pure tests fill in wherever a worker is free. Without xdist the markers
-    change nothing."""
+    (:func:`_group`), so its costly fixtures start once, and the long units come first
+    (:func:`_rank`; a stable sort, so a module keeps its own order). Without xdist the markers
+    change nothing and the order is pytest's."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    groups = {item: _group(item) for item in items}
+    items.sort(key=lambda item: _rank(groups[item]))
     for item in items:
-        group = _group(item)
+        group = groups[item]
         if group is None:
             continue
         item.add_marker(pytest.mark.xdist_group(group))
