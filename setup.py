@@ -11,6 +11,8 @@ the install still succeeds and the sidecar stamps in pure Python and reads aioka
 says so.
 """
 
+import os
+
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
@@ -27,9 +29,10 @@ extensions = cythonize(
         Extension("timesync_wire.formats._protobuf_plan", ["timesync_wire/formats/_protobuf_plan.pyx"]),
     ],
     compiler_directives={"language_level": "3"},
+    nthreads=os.cpu_count() or 1,
 )
 # cythonize() rebuilds the Extension objects and drops ``optional``: set it on what it returns.
 for extension in extensions:
     extension.optional = True
 
-setup(ext_modules=extensions)
+setup(ext_modules=extensions, options={"build_ext": {"parallel": os.cpu_count() or 1}})

@@ -189,6 +189,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from sidecar.core import kernel
 
         kernel.FORCED = chosen
+    # The brokers the tests start live minutes under light load: C1 alone compiles what they run
+    # (a start and 20 s idle cost 4.5 s of CPU instead of 7.9 here), and CPU is what the
+    # workers share (deploy/local/kafka_launcher/processes.py reads this).
+    os.environ.setdefault("TIMESYNC_BROKER_JVM_OPTS", "-XX:TieredStopAtLevel=1")
     shared_servers.start(config, _docker_engine_answers)
 
 
@@ -205,6 +209,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not getattr(config.option, "loadgroup", False):
         return
     groups = {item: _group(item) for item in items}
+    # A module shared out by module keeps its pure tests too: they read its module fixtures (the
+    # image test's builds), which another worker would build again.
+    by_module = {g for g in groups.values() if g is not None and g.endswith(".py")}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        if groups[item] is None and module in by_module:
+            groups[item] = module
     items.sort(key=lambda item: _rank(groups[item]))
     for item in items:
         group = groups[item]

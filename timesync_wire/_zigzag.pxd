@@ -28,10 +28,13 @@ cdef enum:
     ZIGZAG_OVER_64_BITS = 3
 
 
-cdef inline int read_zigzag(
-    const unsigned char* buf, Py_ssize_t end, Py_ssize_t* pos, int64_t* out
+cdef inline int read_varlong(
+    const unsigned char* buf, Py_ssize_t end, Py_ssize_t* pos, int64_t* out, bint refuse_over_64
 ) noexcept nogil:
-    """Kafka's varlong at ``pos`` (before ``end``) into ``out``, moving ``pos`` past it."""
+    """The zigzag varlong at ``pos`` (before ``end``) into ``out``, moving ``pos`` past it. The
+    two rules differ only at the tenth byte: ``refuse_over_64`` makes one above 1 OVER_64_BITS
+    (or TOO_LONG when it goes on), else only its lowest bit is kept. Both callers pass a
+    constant, so the compiler keeps one loop per rule."""
     cdef uint64_t value = 0
     cdef int shift = 0
     cdef unsigned char b
@@ -40,6 +43,8 @@ cdef inline int read_zigzag(
             return ZIGZAG_TRUNCATED
         b = buf[pos[0]]
         pos[0] += 1
+        if refuse_over_64 and shift == 63 and b > 1:
+            return ZIGZAG_TOO_LONG if b & 0x80 else ZIGZAG_OVER_64_BITS
         value |= <uint64_t>(b & 0x7F) << shift
         if not (b & 0x80):
             out[0] = <int64_t>(value >> 1) ^ -<int64_t>(value & 1)
@@ -49,26 +54,18 @@ cdef inline int read_zigzag(
             return ZIGZAG_TOO_LONG
 
 
+cdef inline int read_zigzag(
+    const unsigned char* buf, Py_ssize_t end, Py_ssize_t* pos, int64_t* out
+) noexcept nogil:
+    """Kafka's varlong (the tenth byte's lowest bit kept)."""
+    return read_varlong(buf, end, pos, out, False)
+
+
 cdef inline int read_avro_long(
     const unsigned char* buf, Py_ssize_t end, Py_ssize_t* pos, int64_t* out
 ) noexcept nogil:
-    """Avro's long at ``pos`` (before ``end``) into ``out``, moving ``pos`` past it; a tenth
-    byte above 1 is OVER_64_BITS (or TOO_LONG when it goes on)."""
-    cdef uint64_t value = 0
-    cdef int shift = 0
-    cdef unsigned char b
-    while True:
-        if pos[0] >= end:
-            return ZIGZAG_TRUNCATED
-        b = buf[pos[0]]
-        pos[0] += 1
-        if shift == 63 and b > 1:
-            return ZIGZAG_TOO_LONG if b & 0x80 else ZIGZAG_OVER_64_BITS
-        value |= <uint64_t>(b & 0x7F) << shift
-        if not (b & 0x80):
-            out[0] = <int64_t>(value >> 1) ^ -<int64_t>(value & 1)
-            return ZIGZAG_OK
-        shift += 7
+    """Avro's long (a tenth byte above 1 refused)."""
+    return read_varlong(buf, end, pos, out, True)
 
 
 cdef inline uint64_t zigzag(int64_t v) noexcept nogil:

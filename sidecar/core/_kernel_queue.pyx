@@ -14,8 +14,10 @@ it (past 4,096 records and half the queue), with the chunks no buffered record n
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_GetSlice
 from cpython.long cimport PyLong_AsLongLong
 from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free
 from libc.string cimport memmove
+
+from sidecar.core._columns cimport grow_columns
 
 #: How far the head may advance before the consumed prefix is dropped (as record_queue.py).
 cdef Py_ssize_t _COMPACT_AT = 4096
@@ -116,24 +118,7 @@ cdef class KernelQueue:
         self.head = end
 
     cdef int _reserve(self, Py_ssize_t more) except -1:
-        cdef Py_ssize_t need = self.size + more, cap = self.cap
-        if need <= cap:
-            return 0
-        cap = max(need, 2 * cap, 64)
-        ts = <int64_t*>realloc(self.ts, cap * sizeof(int64_t))
-        if ts == NULL:
-            raise MemoryError()
-        self.ts = ts
-        slot = <int32_t*>realloc(self.slot, cap * sizeof(int32_t))
-        if slot == NULL:
-            raise MemoryError()
-        self.slot = slot
-        row = <int32_t*>realloc(self.row, cap * sizeof(int32_t))
-        if row == NULL:
-            raise MemoryError()
-        self.row = row
-        self.cap = cap
-        return 0
+        return grow_columns(&self.ts, &self.slot, &self.row, &self.cap, self.size + more, 64)
 
     cdef void _compact(self):
         """Drop the consumed prefix, and the chunks only it needed (their slots renumbered)."""

@@ -12,8 +12,9 @@ and :class:`TakenTimes` one of their times, equal to a list holding the same ite
 from collections.abc import Sequence
 
 from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport free, realloc
+from libc.stdlib cimport free
 
+from sidecar.core._columns cimport grow_columns
 from sidecar.core._kernel_queue cimport record_of
 
 
@@ -34,24 +35,7 @@ cdef class Taken:
         free(self.row)
 
     cdef int reserve(self, Py_ssize_t more) except -1:
-        cdef Py_ssize_t need = self.n + more, cap = self.cap
-        if need <= cap:
-            return 0
-        cap = max(need, 2 * cap, 16)
-        ts = <int64_t*>realloc(self.ts, cap * sizeof(int64_t))
-        if ts == NULL:
-            raise MemoryError()
-        self.ts = ts
-        chunk_no = <int32_t*>realloc(self.chunk_no, cap * sizeof(int32_t))
-        if chunk_no == NULL:
-            raise MemoryError()
-        self.chunk_no = chunk_no
-        row = <int32_t*>realloc(self.row, cap * sizeof(int32_t))
-        if row == NULL:
-            raise MemoryError()
-        self.row = row
-        self.cap = cap
-        return 0
+        return grow_columns(&self.ts, &self.chunk_no, &self.row, &self.cap, self.n + more, 16)
 
     cdef object record(self, Py_ssize_t i):
         return record_of(self.chunks[self.chunk_no[i]], self.row[i])
