@@ -192,7 +192,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # The brokers the tests start live minutes under light load: C1 alone compiles what they run
     # (a start and 20 s idle cost 4.5 s of CPU instead of 7.9 here), and CPU is what the
     # workers share (deploy/local/kafka_launcher/processes.py reads this).
-    os.environ.setdefault("TIMESYNC_BROKER_JVM_OPTS", "-XX:TieredStopAtLevel=1")
+    os.environ.setdefault("LOCAL_KAFKA_JVM_OPTS", "-XX:TieredStopAtLevel=1")
     shared_servers.start(config, _docker_engine_answers)
 
 

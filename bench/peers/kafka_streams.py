@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -79,6 +80,19 @@ def build(quiet: bool = True) -> Path:
     java_executable()  # fail early and clearly: a jar is useless without a JVM
     if jar_is_fresh():
         return JAR
+    # Two processes may ask at once (the quick bench run and the peer's tests on two workers):
+    # one builds while the other waits, then finds the jar fresh. Two Maven builds in one
+    # target/ would overwrite each other's classes.
+    JAR.parent.mkdir(parents=True, exist_ok=True)
+    with open(JAR.parent / ".build.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if jar_is_fresh():
+            return JAR
+        return _package(quiet)
+
+
+def _package(quiet: bool) -> Path:
+    """``mvn package`` of the peer (the caller holds the build lock)."""
     mvn = shutil.which("mvn")
     if mvn is None:
         raise PeerError(

@@ -145,7 +145,7 @@ def both(source: SourceOptions, options: JoinOptions) -> JobOutput:
 
 
 @settings(
-    max_examples=2,
+    max_examples=1,  # with the known history: two Spark runs of a minute each in the suite
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

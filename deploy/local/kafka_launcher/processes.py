@@ -72,13 +72,13 @@ def die_with_parent() -> None:  # pragma: no cover - runs in the child between f
 
 
 def jvm(java_bin: str, jars: Path, log4j: Path, heap: str) -> list[str]:
-    """The command line of a JVM on the broker jars, up to its main class; ``TIMESYNC_BROKER_JVM_OPTS``
+    """The command line of a JVM on the broker jars, up to its main class; ``LOCAL_KAFKA_JVM_OPTS``
     adds options (the test suite's brokers take ``-XX:TieredStopAtLevel=1``: a broker that lives
     minutes under light load spends less CPU compiling than it would ever win back)."""
     return [
         java_bin,
         *heap.split(),
-        *os.environ.get("TIMESYNC_BROKER_JVM_OPTS", "").split(),
+        *os.environ.get("LOCAL_KAFKA_JVM_OPTS", "").split(),
         "-XX:+UseG1GC",
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={log4j}",
