@@ -12,11 +12,11 @@ STAMP_PROM := .cache/tools/.prometheus
 STAMP_REGISTRY := .cache/registry/.fetched
 POMS := deploy/local/pom.xml deploy/local/broker/pom.xml deploy/local/spark/pom.xml
 PYTEST_ARGS ?=
-# Five workers on one broker and one registry (started once, for all of them), taking units of
+# Four workers on one broker and one registry (started once, for all of them), taking units of
 # work in the order tests/conftest.py gives: the long ones first (the Spark session's tests, the
 # three-node cluster's, the image, the quick bench run), the pure tests last, to fill in.
 # PYTEST_WORKERS= runs the suite in one process.
-PYTEST_WORKERS ?= -n 5 --dist loadgroup --no-loadscope-reorder
+PYTEST_WORKERS ?= -n 4 --dist loadgroup --no-loadscope-reorder
 
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONDONTWRITEBYTECODE := 1

@@ -28,9 +28,10 @@ async def test_sigterm_drains_commits_and_a_restart_continues_without_loss_or_re
         for ti, t in enumerate((a, b))
         for p in range(2)
     ]
-    producing = asyncio.create_task(kafka_io.produce(bootstrap, events, paced=True))
-
+    # The input is paced over ~8 s from when the first sidecar is up (a start on a loaded machine
+    # may take longer than that), so that SIGTERM finds it mid-stream.
     first = await sidecar([a, b], out, max_task_idle_ms=0, watermark_heartbeat_ms=0)
+    producing = asyncio.create_task(kafka_io.produce(bootstrap, events, paced=True))
     await asyncio.sleep(1.0)
     assert (await first.status())["tasks"]["0"]["records_out"] > 0, "stopped mid-stream, not before it"
     assert await first.stop(signal.SIGTERM) == 0

@@ -301,7 +301,16 @@ async def test_a_spare_replica_with_no_task_stays_healthy_and_says_it_is_a_spare
     cfg = config(task_grouping="partition")
     replicas = [sidecar(cluster, cfg, Health(silence_s=0.2)) for _ in range(2)]
     running = [asyncio.create_task(s.run()) for s in replicas]
-    await asyncio.sleep(0.6)
+
+    def spare_has_asked() -> bool:
+        idle = [s for s in replicas if not s.pipeline.tasks]
+        return len(idle) == 1 and idle[0].pipeline.ctx.clients.consumers[0].metadata_requests > 5  # type: ignore[attr-defined]
+
+    # Until the spare has asked the cluster a few times (0.1 s on a quiet machine; a loaded one
+    # may starve the loop for longer), then everything is judged at once.
+    deadline = asyncio.get_running_loop().time() + 10.0
+    while not spare_has_asked() and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
     try:
         idle = [s for s in replicas if not s.pipeline.tasks]
         assert len(idle) == 1, "one replica holds the only task"
