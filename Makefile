@@ -63,6 +63,19 @@ $(JOIN_OPERATOR_JAR): $(JOIN_OPERATOR_POM) $(shell find operators/join/src -name
 
 OPERATOR_JARS := $(OPERATOR_JAR) $(JOIN_OPERATOR_JAR)
 
+# The benchmark's JVM peers: the Kafka Streams peer's jar and Kafka's perf tools. The harness
+# builds them on first use (bench/peers/kafka_streams.py, bench/ceiling.py); preparing them here
+# takes that minute out of the quick bench run in the suite, beside the Python install.
+KS_PEER_JAR := bench/peers/kafka-streams/target/timesync-kafka-streams-peer.jar
+$(KS_PEER_JAR): bench/peers/kafka-streams/pom.xml $(shell find bench/peers/kafka-streams/src -name '*.java') | $(STAMP_JARS) $(STAMP_REGISTRY) $(OPERATOR_JARS)
+	$(MVN) -q -B -f bench/peers/kafka-streams/pom.xml package
+	@touch $@
+KAFKA_TOOLS := bench/peers/kafka-tools/target/lib/.fetched
+$(KAFKA_TOOLS): bench/peers/kafka-tools/pom.xml | $(STAMP_JARS) $(STAMP_REGISTRY) $(OPERATOR_JARS) $(KS_PEER_JAR)
+	$(MVN) -q -B -f bench/peers/kafka-tools/pom.xml dependency:copy-dependencies
+	@mkdir -p $(dir $@) && touch $@
+PEERS := $(KS_PEER_JAR) $(KAFKA_TOOLS)
+
 venv: $(STAMP_PY)
 jars: $(STAMP_JARS) $(OPERATOR_JARS)
 # Every target that may run `suppress` or `join` builds their operators first.
@@ -100,7 +113,7 @@ test: bootstrap
 	$(PY) -m pytest -m "not deploy_tools" $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bootstrap:
-	@$(MAKE) --no-print-directory -j4 lint $(STAMP_JARS) $(OPERATOR_JARS) $(STAMP_PROM) $(STAMP_REGISTRY)
+	@$(MAKE) --no-print-directory -j4 lint $(STAMP_JARS) $(OPERATOR_JARS) $(PEERS) $(STAMP_PROM) $(STAMP_REGISTRY)
 
 # The fault tests (tests/faults) at the size of the reliability issue: 200,000 records, 12 kill -9
 # restarts, a 50 s broker outage, and on a local three-broker cluster rolling restarts, leader and
@@ -134,7 +147,7 @@ demo: $(STAMP_PY) $(STAMP_JARS) $(if $(filter avro,$(DEMO_FORMAT)),$(STAMP_REGIS
 # then rewrites the generated figure blocks of the READMEs (python -m bench readme; a quick run's
 # results are refused there).
 BENCH_ARGS ?=
-bench: $(STAMP_PY) $(STAMP_JARS)
+bench: $(STAMP_PY) $(STAMP_JARS) $(PEERS)
 	$(PY) -m bench run $(BENCH_ARGS)
 	$(PY) -m bench readme --results results/results.json
 
