@@ -131,8 +131,10 @@ _SERVER_FIXTURES = {
 #: * ``secure`` — the tests on the SASL/TLS broker (a session fixture);
 #: * every other test on a server: its module (its module fixtures start once), as one unit.
 #:
-#: Measured on a fresh clone (two cores): 19.5 min with three workers and three fixed groups
-#: (spark, servers, apart: the spark worker's 17 min was the whole run).
+#: Measured on fresh clones (two cores): 19.5 min in all with three workers and three fixed groups
+#: (the spark worker's 17 min was the whole run); 16.0 and 16.3 min like this, the four workers'
+#: sums within 1 % of each other (~800 s), so the run is bound by the total work now; 17.2 with
+#: five workers (the two cores shared more ways).
 _FIXTURE_GROUPS = (("spark", "spark"), ("cluster3", "cluster3"), ("secure_broker", "secure"))
 
 #: The units that take longest (seconds of a fresh-clone run with three workers, loaded): handed
