@@ -7,8 +7,8 @@ The broker is chosen in this order:
 3. otherwise the local Kafka from ``deploy/local/kafka.py`` (real Apache Kafka from Maven jars).
 
 Unit tests never ask for ``bootstrap``, so they run without any broker. Under ``pytest -n N``
-the controller starts one broker and one registry for all its workers and hands them over as
-1. and ``SCHEMA_REGISTRY_URL`` (``tests/shared_servers.py``).
+the controller starts one broker and one registry for all its workers and hands them over as an
+existing cluster is, ``KAFKA_BOOTSTRAP_SERVERS`` and ``SCHEMA_REGISTRY_URL`` (``tests/shared_servers.py``).
 
 ``schema_registry`` is the session's Schema Registry (its Confluent-compatible base URL):
 ``SCHEMA_REGISTRY_URL`` if set, else Apicurio Registry from ``deploy/local/registry.py``, started
