@@ -416,7 +416,9 @@ def test_the_spark_image_runs_a_job_to_completion(
     bootstrap: str, flow: Flow, sidecar: dict[str, str], spark_root: Root
 ) -> None:
     assert len(data_records(bootstrap, flow.ordered, flow.records)) == flow.records
-    env = image_env(("python-base", "spark"), spark_root, service_link_env(shipped_services()))
+    # The suite's JVM options for Spark (tests/conftest.py), as `docker run -e` would pass them.
+    jvm = {k: os.environ[k] for k in ("SPARK_SUBMIT_OPTS",) if k in os.environ}
+    env = image_env(("python-base", "spark"), spark_root, {**service_link_env(shipped_services()), **jvm})
     args = [
         "aggregate", "--bootstrap-servers", bootstrap, "--topic", flow.ordered,
         "--output-topic", flow.aggregated, "--checkpoint", str(spark_root("/tmp") / "checkpoint"),
