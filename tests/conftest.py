@@ -126,7 +126,8 @@ _SERVER_FIXTURES = {
 #: (``tests/shared_servers.py``), so a test on them needs no worker of its own; only fixtures
 #: that start something costly decide a group:
 #:
-#: * ``spark`` — every test on the worker's SparkSession (the ``spark`` fixture: one JVM);
+#: * ``spark`` and ``spark-joins`` — the tests on a worker's SparkSession (the ``spark`` fixture:
+#:   one JVM per worker), as two units (:data:`_SECOND_SPARK`);
 #: * ``cluster3`` — the fault tests on the three-node cluster (a package fixture, started once);
 #: * ``secure`` — the tests on the SASL/TLS broker (a session fixture);
 #: * every other test on a server: its module (its module fixtures start once), as one unit.
@@ -137,11 +138,25 @@ _SERVER_FIXTURES = {
 #: five workers (the two cores shared more ways).
 _FIXTURE_GROUPS = (("spark", "spark"), ("cluster3", "cluster3"), ("secure_broker", "secure"))
 
+#: The Spark tests are two units, each on a SparkSession of its own worker: as one (~710 s of a
+#: loaded fresh-clone run) they outlasted every other worker once the rest of the suite got
+#: shorter. A second session costs one more JVM start (~45 s loaded); these modules (~370 s) go
+#: to it, the others (~340 s) stay in ``spark``.
+_SECOND_SPARK = frozenset(
+    {
+        "tests/spark/test_join_operator.py",
+        "tests/spark/test_join.py",
+        "tests/spark/test_suppress.py",
+        "tests/spark/test_suppress_operator.py",
+    }
+)
+
 #: The units that take longest (seconds of a fresh-clone run with three workers, loaded): handed
 #: out first, longest first, so that no long one starts last. Any other server unit follows them,
 #: then the pure tests.
 _LONG_FIRST = (
-    "spark",  # 460
+    "spark-joins",  # 415 (the two Spark units: ~710 s as one)
+    "spark",  # 340
     "cluster3",  # 305
     "tests/deploy/test_image_smoke.py",  # 295
     "tests/bench/test_bench_quick.py",  # 265
@@ -160,6 +175,8 @@ def _group(item: pytest.Item) -> str | None:
     fixtures = set(getattr(item, "fixturenames", ()))
     for fixture, group in _FIXTURE_GROUPS:
         if fixture in fixtures:
+            if group == "spark" and item.nodeid.split("::")[0] in _SECOND_SPARK:
+                return "spark-joins"
             return group
     if item.get_closest_marker("spark") or item.get_closest_marker("broker") or _SERVER_FIXTURES & fixtures:
         return item.nodeid.split("::")[0]

@@ -1,6 +1,6 @@
 """One local SparkSession for the whole test session, and a driver for streaming queries.
 
-Starting Spark costs 8–16 s on a small machine, so every Spark test shares one session
+Starting Spark costs 8–16 s on a small machine, so every Spark test of a process shares one session
 (``local[2]``, two shuffle partitions). Queries are driven deterministically: the test writes
 records to the ordered topic, then :meth:`Stream.feed` calls ``processAllAvailable()``, so each
 feed is one micro-batch (plus the no-data batch Spark runs when the watermark moved).

@@ -63,6 +63,9 @@ async def spark_job(cluster: SparkCluster, job: str, *args: str, log: Path) -> i
         "--value-schema", "device STRING, temp DOUBLE",
         "--key-field", "device", "--size", f"{WINDOW_MS}ms", "--agg", "count", "--agg", "max:temp", *args,
     ]  # fmt: skip
+    if os.environ.get("SPARK_SUBMIT_OPTS"):
+        # The executor's JVM takes the suite's options for Spark's JVMs too (tests/conftest.py).
+        argv += ["--conf", f"spark.executor.extraJavaOptions={os.environ['SPARK_SUBMIT_OPTS']}"]
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(*argv, stdout=out, stderr=out, env=env)
     try:
