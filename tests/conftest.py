@@ -135,7 +135,8 @@ _SERVER_FIXTURES = {
 #: Measured on fresh clones (two cores): 19.5 min in all with three workers and three fixed groups
 #: (the spark worker's 17 min was the whole run); 16.0 and 16.3 min like this, the four workers'
 #: sums within 1 % of each other (~800 s), so the run is bound by the total work now; 17.2 with
-#: five workers (the two cores shared more ways).
+#: five workers (the two cores shared more ways); 13.9 min (sums ~665 s) once Spark's JVMs ran
+#: C1 only with the serial collector and the Spark tests were two units.
 _FIXTURE_GROUPS = (("spark", "spark"), ("cluster3", "cluster3"), ("secure_broker", "secure"))
 
 #: The Spark tests are two units, each on a SparkSession of its own worker: as one (~710 s of a
