@@ -417,7 +417,7 @@ def test_the_spark_image_runs_a_job_to_completion(
 ) -> None:
     assert len(data_records(bootstrap, flow.ordered, flow.records)) == flow.records
     # The suite's JVM options for Spark (tests/conftest.py), as `docker run -e` would pass them.
-    jvm = {k: os.environ[k] for k in ("SPARK_SUBMIT_OPTS",) if k in os.environ}
+    jvm = {"SPARK_SUBMIT_OPTS": os.environ["SPARK_SUBMIT_OPTS"]} if "SPARK_SUBMIT_OPTS" in os.environ else {}
     env = image_env(("python-base", "spark"), spark_root, {**service_link_env(shipped_services()), **jvm})
     args = [
         "aggregate", "--bootstrap-servers", bootstrap, "--topic", flow.ordered,

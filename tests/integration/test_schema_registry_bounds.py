@@ -29,6 +29,7 @@ from aiohttp import web
 from sidecar.kafka.admin import TopicSpec
 from testkit import kafka_io, ordered
 from timesync_wire.framing import frame
+from timesync_wire.registry.protocol import schema_by_id
 
 from .conftest import StartSidecar
 from .test_schema_registry import DAY, avro_body, avro_schema, order, produce, register
@@ -53,7 +54,7 @@ class HidingProxy:
     """
 
     def __init__(self, upstream: str) -> None:
-        self.upstream = upstream.rstrip("/")
+        self.upstream = urlsplit(upstream.rstrip("/"))
         self.hidden: set[int] = set()
         self.asked: list[int] = []
         self._runner: web.AppRunner | None = None
@@ -69,7 +70,7 @@ class HidingProxy:
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
         port = self._runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}{urlsplit(self.upstream).path}"
+        self.url = f"http://127.0.0.1:{port}{self.upstream.path}"
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -83,13 +84,13 @@ class HidingProxy:
         path = request.path_qs
         found = re.search(r"/schemas/ids/(\d+)", path)
         if found:
-            self.asked.append(int(found[1]))
-            if int(found[1]) in self.hidden:  # an id no registry holds, for the registry's own 404
-                path = path.replace(found[0], f"/schemas/ids/{2_000_000_000 + int(found[1])}")
-        origin = urlsplit(self.upstream)
+            schema_id = int(found[1])
+            self.asked.append(schema_id)
+            if schema_id in self.hidden:  # an id no registry holds, for the registry's own 404
+                path = path.replace(found[0], schema_by_id(2_000_000_000 + schema_id))
         async with self._client.request(
             request.method,
-            f"{origin.scheme}://{origin.netloc}{path}",
+            f"{self.upstream.scheme}://{self.upstream.netloc}{path}",
             data=await request.read(),
             headers={k: v for k, v in request.headers.items() if k.lower() not in {"host", "content-length"}},
         ) as answer:
